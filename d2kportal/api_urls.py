@@ -1,0 +1,6 @@
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("task_catalog.api_urls")),
+    path("", include("submissions.api_urls")),
+]

@@ -1,0 +1,145 @@
+"""Settings shared by every deployment. Values that vary come from `env`."""
+
+from importlib.util import find_spec
+from pathlib import Path
+
+from .env import BASE_DIR, env
+
+SECRET_KEY = env("D2K_SECRET_KEY", default="insecure-development-key-change-me")
+DEBUG = env.bool("D2K_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("D2K_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("D2K_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "core",
+    "accounts",
+    "task_catalog",
+    "submissions",
+    "evaluator",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "d2kportal.urls"
+WSGI_APPLICATION = "d2kportal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("D2K_DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "leaderboard:home"
+LOGOUT_REDIRECT_URL = "leaderboard:home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("D2K_STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# plotly.js is served from the installed plotly package (no CDN): static/vendor/plotly/plotly.min.js
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/plotly", Path(find_spec("plotly").origin).parent / "package_data"),
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "D2K Portal API",
+    "DESCRIPTION": "Catalog, submissions and evaluations of D2K-Bench.",
+    "VERSION": "1",
+    # Swagger UI from the drf-spectacular-sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# django-q2: the ORM broker is the embedded default; D2K_REDIS_URL switches to Redis.
+_redis_url = env("D2K_REDIS_URL", default="")
+Q_CLUSTER = {
+    "name": "d2k",
+    "workers": env.int("D2K_Q_WORKERS", default=1),
+    # An evaluation may run for many minutes on a GPU; the harness enforces its
+    # own per-submission timeout, this one only catches a wedged worker.
+    "timeout": env.int("D2K_Q_TIMEOUT", default=3600),
+    "retry": env.int("D2K_Q_TIMEOUT", default=3600) + 60,
+    "max_attempts": 3,
+    "catch_up": False,
+    "ack_failures": True,
+    "save_limit": 1000,
+}
+if _redis_url:
+    Q_CLUSTER["redis"] = _redis_url
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# The evaluator.
+D2K_CATALOG_DIR = env.path("D2K_CATALOG_DIR", default=BASE_DIR / "catalog")
+D2K_EVALUATOR_MODE = env("D2K_EVALUATOR_MODE", default="auto")  # auto | interpret | cuda
+D2K_EVALUATOR_TIMEOUT = env.int("D2K_EVALUATOR_TIMEOUT", default=600)
+D2K_EVALUATOR_PYTHON = env("D2K_EVALUATOR_PYTHON", default="")
+D2K_MAX_UPLOAD_BYTES = env.int("D2K_MAX_UPLOAD_BYTES", default=512 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("D2K_LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("", include("leaderboard.urls")),
+    path("tasks/", include("task_catalog.urls")),
+    path("submissions/", include("submissions.urls")),
+    path("accounts/", include("accounts.urls")),
+    path("admin/", admin.site.urls),
+    path("api/", include("d2kportal.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

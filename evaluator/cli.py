@@ -1,0 +1,114 @@
+"""`python -m evaluator`: the standalone evaluator, with no Django and no database.
+
+    python -m evaluator check --task SLUG [--catalog DIR] [--mode auto|interpret|cuda]
+                              [--timeout S] [--json] FILE
+    python -m evaluator ceilings [--refresh]
+
+Exit status: 0 when a verdict was reached (whatever it is), 2 for a usage
+error (unknown task, missing file), with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m evaluator", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="verify (and in cuda mode time) one kernel file")
+    check.add_argument("file", type=Path, help="the kernel file defining class ModelNew")
+    check.add_argument("--task", required=True, help="task slug, e.g. row_softmax")
+    check.add_argument(
+        "--catalog", type=Path, default=None, help="catalog folder (default: ./catalog)"
+    )
+    check.add_argument("--mode", choices=["auto", "interpret", "cuda"], default="auto")
+    check.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds before the kernel is killed"
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    ceilings = commands.add_parser("ceilings", help="measure and print this GPU's ceilings")
+    ceilings.add_argument("--refresh", action="store_true")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "ceilings":
+        from evaluator.harness.environment import ceilings
+
+        print(json.dumps(ceilings(refresh=args.refresh), indent=2))
+        return 0
+    return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from evaluator.harness.package import (
+        DEFAULT_CATALOG_DIR,
+        TaskPackageError,
+        find_task_dir,
+        load_task,
+    )
+
+    catalog = args.catalog or DEFAULT_CATALOG_DIR
+    if not args.file.is_file():
+        return _fail(f"no such kernel file: {args.file}")
+    if args.timeout <= 0:
+        return _fail("--timeout must be positive")
+    try:
+        source = args.file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return _fail(f"{args.file} is not UTF-8 text")
+    try:
+        task = load_task(find_task_dir(catalog, args.task))
+    except TaskPackageError as exc:
+        return _fail(str(exc))
+
+    from evaluator.harness.environment import resolve_mode
+    from evaluator.harness.orchestrate import evaluate
+
+    try:
+        mode = resolve_mode(args.mode)
+    except RuntimeError as exc:
+        return _fail(str(exc))
+    if str(mode) == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return _fail("--mode cuda needs a CUDA GPU, and none is visible")
+    verdict = evaluate(task=task, source=source, mode=mode, timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(verdict.to_dict(), default=str))
+    else:
+        _print_human(verdict)
+    return 0
+
+
+def _print_human(verdict) -> None:
+    print(f"{verdict.task}: {verdict.status} ({verdict.mode}, {verdict.environment.get('device')})")
+    print(f"  {verdict.message}")
+    for flag in verdict.flags:
+        print(f"  flag {flag['check']}: {flag['detail']}")
+    for w in verdict.workloads:
+        line = f"  {w.name:<32} {w.status:<14}"
+        if w.max_abs_err is not None:
+            line += f" max_abs={w.max_abs_err:.3g} rel={w.rel_err:.3g}"
+        if w.measurement:
+            m = w.measurement
+            line += (
+                f" {m.median_ms * 1e3:9.1f} us vs ref {m.ref_median_ms * 1e3:9.1f} us"
+                f"  speedup {m.speedup:.2f}x"
+            )
+        if w.sol_fraction is not None:
+            line += f"  SOL {w.sol_fraction:.0%}"
+        print(line)

@@ -1,0 +1,353 @@
+"""The sandboxed child: imports the submission, runs it, reports raw observations.
+
+Run as `python -c "from evaluator.harness.child import main; main()" JOB FD`.
+It never sees reference *outputs* and never decides a verdict: it sends what
+it observed (output files, op names, times, fingerprints) as JSON lines on
+the result descriptor FD, and the parent judges. Its own stdout and stderr
+are the submission's log.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+# Everything the checks rely on is imported, and snapshotted, before the
+# submission is: see PatchGuard.
+import torch
+import torch._dynamo
+
+from evaluator.harness import honesty, timing
+
+_perf_counter = time.perf_counter
+
+
+class Channel:
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def send(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, **fields}, default=str) + "\n"
+        data = line.encode()
+        while data:
+            written = os.write(self._fd, data)
+            data = data[written:]
+
+
+def _load_module(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def classify(exc: BaseException) -> str:
+    """Map an exception from the submission to a verdict status."""
+    if isinstance(exc, SyntaxError):
+        return "compile_error"
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return "out_of_memory"
+    text = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    if "CompilationError" in text or "Error building extension" in text:
+        return "compile_error"
+    if "out of memory" in text.lower():
+        return "out_of_memory"
+    return "runtime_error"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+    summary = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return summary[:2000]
+
+
+def _as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+class Child:
+    def __init__(self, job: dict, channel: Channel):
+        self.job = job
+        self.chan = channel
+        self.mode = job["mode"]
+        self.device = torch.device("cuda" if self.mode == "cuda" else "cpu")
+        self.out_dir = Path(job["out_dir"])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.ref = _load_module(job["reference"], "d2k_reference")
+        self.guard = honesty.PatchGuard()
+        self.threads = honesty.live_python_threads()
+        self.sub: Any = None
+
+    # -- helpers ------------------------------------------------------------
+    def inputs(self, params: dict, seed: int) -> list:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            return list(self.ref.get_inputs(**params))
+
+    def init_inputs(self, params: dict) -> list:
+        with torch.device(self.device):
+            return list(self.ref.get_init_inputs(**params))
+
+    def construct(self, cls: type, params: dict, seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            return cls(*self.init_inputs(params))
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def check_patches(self, phase: str) -> None:
+        changed = self.guard.changed()
+        if changed:
+            self.chan.send("patched", phase=phase, names=changed)
+        new_threads = honesty.live_python_threads() - self.threads
+        if new_threads:
+            self.chan.send("threads", phase=phase, count=len(new_threads))
+
+    # -- phases -------------------------------------------------------------
+    def load_submission(self) -> bool:
+        try:
+            self.sub = _load_module(self.job["submission"], "submission")
+        except BaseException as exc:
+            self.chan.send("error", kind=classify(exc), phase="import", message=_describe(exc))
+            traceback.print_exc()
+            return False
+        if not isinstance(getattr(self.sub, "ModelNew", None), type):
+            self.chan.send(
+                "error",
+                kind="compile_error",
+                phase="import",
+                message="the file defines no class ModelNew(nn.Module)",
+            )
+            return False
+        self.chan.send("ready")
+        self.check_patches("import")
+        return True
+
+    def correctness(self, workload: dict) -> bool:
+        name, params = workload["name"], workload["params"]
+        for index, seed in enumerate(workload["seeds"]):
+            # The first seed is run twice, with the allocator poisoned between
+            # the calls: undefined behaviour rarely gives the same answer twice.
+            repeats = 2 if index == 0 else 1
+            for repeat in range(repeats):
+                tag = f"{index}" if repeat == 0 else f"{index}r"
+                if not self._one_call(workload, name, params, seed, tag):
+                    return False
+        return True
+
+    def _one_call(self, workload: dict, name: str, params: dict, seed: int, tag: str) -> bool:
+        try:
+            inputs = self.inputs(params, seed)
+            model = self.construct(self.sub.ModelNew, params, seed)
+            originals = [x.clone() if torch.is_tensor(x) else x for x in inputs]
+            nbytes = sum(x.numel() * x.element_size() for x in inputs if torch.is_tensor(x))
+            honesty.poison_allocator(self.device, 2 * nbytes)
+            self.sync()
+            recorder = honesty.OpRecorder()
+            with recorder:
+                result = model(*inputs)
+            self.sync()
+        except BaseException as exc:
+            self.chan.send(
+                "error",
+                kind=classify(exc),
+                phase="correctness",
+                workload=name,
+                message=_describe(exc),
+            )
+            traceback.print_exc()
+            return False
+        outputs = _as_tuple(result)
+        problems = [
+            f"output {i} is {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor"
+            for i, o in enumerate(outputs)
+            if type(o) is not torch.Tensor
+        ]
+        if problems:
+            # Touching a tensor subclass could run its code: report it unread.
+            self.chan.send("bad_output", workload=name, message="; ".join(problems))
+            return False
+        mutated = []
+        if not self.job.get("inplace"):
+            mutated = [
+                i
+                for i, (now, before) in enumerate(zip(inputs, originals, strict=True))
+                if torch.is_tensor(now) and not honesty.tensors_equal(now, before)
+            ]
+        path = self.out_dir / f"{name}.{tag}.pt"
+        torch.save([o.detach() for o in outputs], path)
+        self.chan.send(
+            "output",
+            workload=name,
+            seed=seed,
+            tag=tag,
+            file=path.name,
+            ops=sorted(recorder.ops),
+            mutated_inputs=mutated,
+            devices=[str(o.device.type) for o in outputs],
+        )
+        return True
+
+    def time_workload(self, workload: dict, flusher: timing.L2Flusher) -> bool:
+        name, params, cfg = workload["name"], workload["params"], self.job["timing"]
+        sub_seed, ref_seed = workload["timing_seed"], workload["ref_timing_seed"]
+        fp_seed = self.job["fingerprint_seed"]
+        try:
+            sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
+            ref = self.construct(self.ref.Model, params, workload["seeds"][0])
+            # Cold start: the first call includes compilation and autotuning.
+            inputs = self.inputs(params, sub_seed)
+            self.sync()
+            t0 = _perf_counter()
+            sub(*inputs)
+            self.sync()
+            cold_ms = (_perf_counter() - t0) * 1e3
+            for _ in range(cfg["warmup_calls"]):
+                ref(*self.inputs(params, ref_seed))
+                sub(*self.inputs(params, sub_seed))
+            self.sync()
+
+            sub_events, ref_events, prints = [], [], []
+            started = _perf_counter()
+            call = 0
+            while True:
+                call += 1
+                # Alternate the order each iteration so drift cancels.
+                order = ("ref", "sub") if call % 2 else ("sub", "ref")
+                for who in order:
+                    if who == "ref":
+                        ref_events.append(
+                            self._timed(ref, self.inputs(params, ref_seed + call), flusher)[0]
+                        )
+                        continue
+                    seed = sub_seed + call
+                    inputs = self.inputs(params, seed)
+                    honesty.poison_allocator(self.device, _bytes_of(inputs))
+                    events, out = self._timed(sub, inputs, flusher)
+                    sub_events.append(events)
+                    # Fingerprint straight after the call's own stream finished:
+                    # work left running elsewhere shows up as a wrong print.
+                    prints.append(
+                        {"seed": seed, "fp": timing.fingerprint(_as_tuple(out), seed=fp_seed)}
+                    )
+                    del out
+                self.sync()
+                if call >= cfg["max_calls"]:
+                    break
+                if call >= cfg["min_calls"]:
+                    if _perf_counter() - started > cfg["budget_s"]:
+                        break
+                    if call % 5 == 0 and self._stable(sub_events, ref_events, cfg):
+                        break
+            sub_ms = [a.elapsed_time(b) for a, b in sub_events]
+            ref_ms = [a.elapsed_time(b) for a, b in ref_events]
+            batch = self._batch(sub, params, sub_seed + 10_000_000, sub_ms, cfg)
+        except BaseException as exc:
+            self.chan.send(
+                "error", kind=classify(exc), phase="timing", workload=name, message=_describe(exc)
+            )
+            traceback.print_exc()
+            return False
+        self.chan.send(
+            "timing",
+            workload=name,
+            sub_ms=sub_ms,
+            ref_ms=ref_ms,
+            cold_ms=cold_ms,
+            prints=prints,
+            batch_prints=batch,
+            l2_persist_reset=flusher.resets_persisting_lines,
+        )
+        return True
+
+    def _timed(self, model, inputs, flusher):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flusher.flush()
+        start.record()
+        out = model(*inputs)
+        end.record()
+        torch.cuda.current_stream().synchronize()
+        return (start, end), out
+
+    @staticmethod
+    def _stable(sub_events, ref_events, cfg) -> bool:
+        for events in (sub_events, ref_events):
+            ms = [a.elapsed_time(b) for a, b in events]
+            med, iqr, _ = timing.summarize(ms)
+            if med <= 0 or iqr / med > cfg["target_rel_iqr"]:
+                return False
+        return True
+
+    def _batch(self, sub, params, seed0, sub_ms, cfg) -> list:
+        """Back-to-back calls timed by events here and by the parent's clock outside.
+
+        The parent compares its own wall time between `batch_begin` and
+        `batch_end` with the event total: work on hidden streams or threads,
+        or a patched timer, makes the two disagree.
+        """
+        median = max(sorted(sub_ms)[len(sub_ms) // 2], 1e-3)
+        calls = int(min(max(cfg["batch_ms"] / median, 5), 200))
+        sets = []
+        for k in range(calls):
+            sets.append(self.inputs(params, seed0 + k))
+        self.sync()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        outs = []
+        self.chan.send("batch_begin", calls=calls)
+        start.record()
+        for inputs in sets:
+            outs.append(sub(*inputs))
+        end.record()
+        torch.cuda.synchronize()
+        self.chan.send("batch_end", calls=calls, event_ms=start.elapsed_time(end))
+        fp_seed = self.job["fingerprint_seed"]
+        return [
+            {"seed": seed0 + k, "fp": timing.fingerprint(_as_tuple(o), seed=fp_seed)}
+            for k, o in enumerate(outs)
+        ]
+
+    def run(self) -> None:
+        if not self.load_submission():
+            return
+        for workload in self.job["workloads"]:
+            if not self.correctness(workload):
+                return
+            self.check_patches(f"correctness:{workload['name']}")
+        if self.mode == "cuda":
+            flusher = timing.L2Flusher(self.device)
+            for workload in self.job["workloads"]:
+                if workload.get("timed") and not self.time_workload(workload, flusher):
+                    return
+                self.check_patches(f"timing:{workload['name']}")
+        self.chan.send("done")
+
+
+def _bytes_of(values) -> int:
+    return sum(x.numel() * x.element_size() for x in values if torch.is_tensor(x))
+
+
+def main() -> None:
+    job_path, fd = sys.argv[1], int(sys.argv[2])
+    channel = Channel(fd)
+    channel.send("hello", pid=os.getpid())
+    with open(job_path) as fh:
+        job = json.load(fh)
+    os.unlink(job_path)  # the seeds are not left lying around for the submission
+    try:
+        Child(job, channel).run()
+    except BaseException as exc:  # a failure of the harness itself
+        channel.send("error", kind="worker_error", phase="harness", message=_describe(exc))
+        traceback.print_exc()
+        raise

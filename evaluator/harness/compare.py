@@ -1,0 +1,86 @@
+"""Tolerance math: is a submission's output close enough to the reference's?"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .spec import Tolerance
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    max_abs_err: float | None
+    rel_err: float | None
+    message: str = ""
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
+    """Elementwise atol/rtol, a relative L2 bound, and NaN/Inf only where the reference has them."""
+    if type(out) is not torch.Tensor:
+        return Comparison(False, None, None, f"output is {type(out).__name__}, not a torch.Tensor")
+    if out.shape != ref.shape:
+        return Comparison(False, None, None, f"shape {tuple(out.shape)} != {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(
+            False, None, None, f"dtype {dtype_name(out.dtype)} != {dtype_name(ref.dtype)}"
+        )
+    if out.device.type != ref.device.type:
+        return Comparison(False, None, None, f"device {out.device.type} != {ref.device.type}")
+    if out.numel() == 0:
+        return Comparison(True, 0.0, 0.0)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        mismatches = int((out != ref).sum().item())
+        max_abs = float((out.to(torch.int64) - ref.to(torch.int64)).abs().max().item())
+        ok = mismatches == 0
+        message = "" if ok else f"{mismatches} of {ref.numel()} values differ (exact match needed)"
+        return Comparison(ok, max_abs, 0.0 if ok else 1.0, message)
+
+    o, r = out.double(), ref.double()
+    o_nan, r_nan = o.isnan(), r.isnan()
+    r_inf = r.isinf()
+    nan_wrong = int((o_nan != r_nan).sum().item())
+    inf_wrong = int((r_inf & (o != r)).sum().item() + (o.isinf() & ~r_inf).sum().item())
+    finite = torch.isfinite(r) & torch.isfinite(o)
+    diff = torch.where(finite, (o - r).abs(), 0.0)
+    max_abs = float(diff.max().item())
+    allowed = tol.atol + tol.rtol * r.abs()
+    over = int((finite & (diff > allowed)).sum().item())
+    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, r, 0.0)).item())
+    err_norm = float(torch.linalg.vector_norm(diff).item())
+    rel = err_norm / ref_norm if ref_norm > 0 else err_norm
+    rel_bound = tol.rel_l2 if ref_norm > 0 else tol.atol * math.sqrt(r.numel())
+
+    reasons = []
+    if nan_wrong:
+        reasons.append(f"{nan_wrong} NaN values where the reference has none (or the reverse)")
+    if inf_wrong:
+        reasons.append(f"{inf_wrong} infinite values that differ from the reference")
+    if over:
+        worst = int(torch.argmax(torch.where(finite, diff - allowed, -math.inf)).item())
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), r.shape))
+        reasons.append(
+            f"{over} of {r.numel()} values outside atol={tol.atol:g}, rtol={tol.rtol:g} "
+            f"(worst at {index}: got {o.reshape(-1)[worst].item():.6g}, "
+            f"expected {r.reshape(-1)[worst].item():.6g})"
+        )
+    if rel > rel_bound:
+        reasons.append(f"relative L2 error {rel:.3g} above {rel_bound:.3g}")
+    return Comparison(not reasons, max_abs, rel, "; ".join(reasons))
+
+
+def fingerprint_bound(ref: torch.Tensor, weights: torch.Tensor, tol: Tolerance) -> float:
+    """The largest fingerprint difference that elementwise-tolerable outputs can produce."""
+    r = ref.detach().reshape(-1).double()
+    finite = torch.isfinite(r)
+    slack = torch.where(finite, tol.atol + tol.rtol * r.abs(), 0.0)
+    magnitude = float((torch.where(finite, r.abs(), 0.0) * weights).sum().item())
+    # Rounding of the float64 sums themselves, far below any tolerance.
+    return float((slack * weights).sum().item()) + 1e-9 * magnitude + 1e-12

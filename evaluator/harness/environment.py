@@ -1,0 +1,127 @@
+"""What the verdict records about the machine: device, versions, clocks, ceilings."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .spec import EVALUATOR_VERSION, Mode
+
+SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "power.draw",
+    "clocks_throttle_reasons.active",
+)
+
+
+def resolve_mode(requested: str) -> Mode:
+    if requested == "auto":
+        return Mode.CUDA if torch.cuda.is_available() else Mode.INTERPRET
+    return Mode(requested)
+
+
+def gpu_state() -> dict[str, str]:
+    """Clocks, temperature and throttle reasons as nvidia-smi reports them now."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return {}
+    return dict(zip(SMI_FIELDS, (v.strip() for v in out.split(",")), strict=False))
+
+
+def describe(mode: Mode) -> dict[str, Any]:
+    import triton
+
+    info: dict[str, Any] = {
+        "mode": str(mode),
+        "evaluator_version": EVALUATOR_VERSION,
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "comparable": mode is Mode.CUDA,
+    }
+    if mode is Mode.CUDA:
+        props = torch.cuda.get_device_properties(0)
+        info.update(
+            device=props.name,
+            gpu=props.name,
+            sm_count=props.multi_processor_count,
+            memory_gib=round(props.total_memory / 1024**3, 1),
+            l2_bytes=int(getattr(props, "L2_cache_size", 0)),
+            capability=f"{props.major}.{props.minor}",
+            cuda=torch.version.cuda,
+            gpu_state_before=gpu_state(),
+        )
+        info["driver"] = info["gpu_state_before"].get("driver_version", "")
+    else:
+        info["device"] = "CPU (Triton interpreter)"
+    return info
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("D2K_EVALUATOR_CACHE") or Path.home() / ".cache" / "d2k-evaluator"
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ceilings(*, refresh: bool = False) -> dict[str, Any]:
+    """Measured peak bf16 matrix rate and copy bandwidth of this GPU, cached per device.
+
+    Measured once per worker (and on `python -m evaluator ceilings --refresh`):
+    a large device-to-device copy counting bytes read plus written, and an
+    8192³ bf16 matrix product on random data, each the median of 20 runs.
+    """
+    name = torch.cuda.get_device_name(0)
+    cache = _cache_dir() / f"ceilings-{name.replace(' ', '_')}.json"
+    if cache.exists() and not refresh:
+        return json.loads(cache.read_text())
+    copy_tbps, mm_tflops = _measure_copy_tbps(), _measure_bf16_tflops()
+    torch.cuda.empty_cache()
+    result = {
+        "device": name,
+        "peak_tbps": copy_tbps,
+        "peak_tflops_bf16": mm_tflops,
+        "method": "median of do_bench: 2 GiB D2D copy (read+write), 8192^3 bf16 matmul",
+        "torch": torch.__version__,
+    }
+    cache.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _measure_copy_tbps() -> float:
+    import triton.testing
+
+    src = torch.empty(2 * 1024**3, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=400, return_mode="median")
+    return 2 * src.numel() / (ms * 1e-3) / 1e12
+
+
+def _measure_bf16_tflops(n: int = 8192) -> float:
+    import triton.testing
+
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    ms = triton.testing.do_bench(lambda: a @ b, warmup=50, rep=400, return_mode="median")
+    return 2 * n**3 / (ms * 1e-3) / 1e12

@@ -1,0 +1,102 @@
+"""In-process honesty instruments used by the sandboxed child (SPEC §6).
+
+These run inside the process that also runs the submission, so a determined
+submission can interfere with them; each is therefore backed by a check that
+the parent makes from outside (see docs/evaluator.md, "Defence in depth").
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+def _patch_targets() -> list[tuple[str, Any, str]]:
+    targets: list[tuple[str, Any, str]] = []
+
+    def add(owner: Any, owner_name: str, *names: str) -> None:
+        targets.extend((owner_name, owner, n) for n in names if hasattr(owner, n))
+
+    add(time, "time", "perf_counter", "perf_counter_ns", "time", "monotonic", "sleep")
+    add(builtins, "builtins", "open", "print", "__import__")
+    add(os, "os", "write", "fdopen", "_exit")
+    add(json, "json", "dumps")
+    add(torch, "torch", "save", "equal", "dot", "manual_seed", "empty", "randn", "rand")
+    add(torch.Tensor, "torch.Tensor", "clone", "copy_", "zero_", "fill_", "double", "float")
+    add(torch.Tensor, "torch.Tensor", "item", "__eq__", "data_ptr", "cpu", "to")
+    add(torch.cuda, "torch.cuda", "synchronize", "Event", "current_stream", "Stream")
+    add(torch.cuda.Event, "torch.cuda.Event", "record", "elapsed_time", "synchronize", "query")
+    add(torch.cuda.Stream, "torch.cuda.Stream", "synchronize", "wait_stream")
+    add(torch.nn.Module, "torch.nn.Module", "__call__")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("evaluator.harness") and module is not None:
+            for attr, value in vars(module).items():
+                if callable(value) and not attr.startswith("__"):
+                    targets.append((name, module, attr))
+    return targets
+
+
+class PatchGuard:
+    """Remembers the identity of the functions that timing and checking rely on."""
+
+    def __init__(self) -> None:
+        self._snapshot = [(o, owner, n, getattr(owner, n)) for o, owner, n in _patch_targets()]
+        self._trace = (sys.gettrace(), sys.getprofile())
+
+    def changed(self) -> list[str]:
+        found = [
+            f"{owner_name}.{name}"
+            for owner_name, owner, name, original in self._snapshot
+            if getattr(owner, name, None) is not original
+        ]
+        if (sys.gettrace(), sys.getprofile()) != self._trace:
+            found.append("sys.settrace/setprofile")
+        return found
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records every aten op that reaches the dispatcher while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        self.ops.add(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
+def live_python_threads() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.is_alive() and t.ident is not None}
+
+
+def poison_allocator(device: torch.device, nbytes: int) -> None:
+    """Fill memory the allocator will hand out next with NaN bytes (0xFF).
+
+    A kernel that returns `empty_like` without writing, or writes only part of
+    its output, then returns NaN instead of whatever a previous call (or the
+    reference, during timing) left behind.
+    """
+    if nbytes <= 0:
+        return
+    block = torch.empty(int(nbytes), dtype=torch.uint8, device=device)
+    block.fill_(0xFF)
+    del block
+
+
+def tensors_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(
+            torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
+        ) and bool(torch.equal(a.isnan(), b.isnan()))
+    return bool(torch.equal(a, b))

@@ -1,0 +1,184 @@
+"""Reading a task package from disk (SPEC §3, format in `docs/task-format.md`).
+
+A package is one folder:
+
+    <slug>/task.toml        metadata, tolerances, workloads, guidance deps, properties
+    <slug>/statement.md     the task statement (markdown)
+    <slug>/reference.py     KernelBench-style Model / get_inputs / get_init_inputs
+    <slug>/expert.py        the expert ModelNew
+    <slug>/guidance/L1.md, L2.md, L3.md
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .formula import FormulaError, evaluate_formula
+from .spec import (
+    GuidanceSpec,
+    Level,
+    PropertySpec,
+    TaskSpec,
+    Tolerance,
+    WorkloadRole,
+    WorkloadSpec,
+)
+
+DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent.parent / "catalog"
+DETECTOR_KINDS = {"manual", "regex", "call", "all", "any", "not"}
+
+
+class TaskPackageError(ValueError):
+    """A task package on disk is missing a file or has an invalid field."""
+
+
+def iter_task_dirs(catalog_dir: Path) -> Iterator[Path]:
+    for child in sorted(Path(catalog_dir).iterdir()):
+        if (child / "task.toml").is_file():
+            yield child
+
+
+def find_task_dir(catalog_dir: Path, slug: str) -> Path:
+    path = Path(catalog_dir) / slug
+    if not (path / "task.toml").is_file():
+        known = ", ".join(p.name for p in iter_task_dirs(catalog_dir)) or "none"
+        raise TaskPackageError(f"unknown task {slug!r} in {catalog_dir} (known: {known})")
+    return path
+
+
+def load_task(path: Path) -> TaskSpec:
+    path = Path(path)
+    try:
+        meta = tomllib.loads((path / "task.toml").read_text())
+    except FileNotFoundError as exc:
+        raise TaskPackageError(f"{path}: no task.toml") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskPackageError(f"{path / 'task.toml'}: {exc}") from exc
+
+    def need(key: str) -> Any:
+        if key not in meta:
+            raise TaskPackageError(f"{path / 'task.toml'}: missing required field {key!r}")
+        return meta[key]
+
+    slug = need("slug")
+    if slug != path.name:
+        raise TaskPackageError(f"{path}: slug {slug!r} differs from the folder name")
+    tolerances = {
+        dtype: Tolerance(atol=float(t["atol"]), rtol=float(t["rtol"]), rel_l2=float(t["rel_l2"]))
+        for dtype, t in need("tolerances").items()
+    }
+    if "default" not in tolerances:
+        raise TaskPackageError(f"{path / 'task.toml'}: tolerances need a 'default' entry")
+
+    workloads = [
+        *(_workload(path, w, WorkloadRole.TIMED, hidden=False) for w in need("workloads")),
+        *(_workload(path, w, WorkloadRole.HIDDEN, hidden=True) for w in meta.get("hidden", [])),
+        *(
+            _workload(path, w, WorkloadRole.CHECK, hidden=bool(w.get("hidden", False)))
+            for w in need("checks")
+        ),
+    ]
+    names = [w.name for w in workloads]
+    if len(names) != len(set(names)):
+        raise TaskPackageError(f"{path}: workload names must be unique, got {names}")
+
+    guidance = []
+    for level in Level:
+        text_file = path / "guidance" / f"{level}.md"
+        if not text_file.is_file():
+            raise TaskPackageError(f"{path}: missing guidance/{level}.md")
+        deps = meta.get("guidance", {}).get(str(level), {}).get("depends_on", [])
+        guidance.append(
+            GuidanceSpec(level=level, text=text_file.read_text(), depends_on=_levels(path, deps))
+        )
+
+    properties = tuple(_property(path, p) for p in meta.get("properties", []))
+    keys = {p.key for p in properties}
+    for prop in properties:
+        missing = set(prop.depends_on) - keys
+        if missing:
+            raise TaskPackageError(f"{path}: property {prop.key} depends on unknown {missing}")
+
+    return TaskSpec(
+        slug=slug,
+        title=need("title"),
+        category=need("category"),
+        statement=_read(path, "statement.md"),
+        tolerances=tolerances,
+        forbidden_ops=tuple(meta.get("forbidden_ops", [])),
+        workloads=tuple(workloads),
+        guidance=tuple(guidance),
+        properties=properties,
+        reference_source=_read(path, "reference.py"),
+        expert_source=_read(path, "expert.py"),
+        inplace=bool(meta.get("inplace", False)),
+        seeds=int(meta.get("seeds", 3)),
+        notes=meta.get("notes", ""),
+        directory=str(path),
+    )
+
+
+def _read(path: Path, name: str) -> str:
+    try:
+        return (path / name).read_text()
+    except FileNotFoundError as exc:
+        raise TaskPackageError(f"{path}: missing {name}") from exc
+
+
+def _levels(path: Path, values: list[str]) -> tuple[Level, ...]:
+    try:
+        return tuple(Level(v) for v in values)
+    except ValueError as exc:
+        raise TaskPackageError(f"{path}: unknown guidance level in {values}") from exc
+
+
+def _workload(path: Path, raw: dict[str, Any], role: WorkloadRole, *, hidden: bool) -> WorkloadSpec:
+    try:
+        name, params = raw["name"], dict(raw["params"])
+    except KeyError as exc:
+        raise TaskPackageError(f"{path}: a {role} workload lacks {exc.args[0]!r}") from exc
+    flops_formula = str(raw.get("flops", "0"))
+    bytes_formula = str(raw.get("bytes", "0"))
+    try:
+        flops = evaluate_formula(flops_formula, params)
+        nbytes = evaluate_formula(bytes_formula, params)
+    except FormulaError as exc:
+        raise TaskPackageError(f"{path}: workload {name}: {exc}") from exc
+    if role is WorkloadRole.TIMED and nbytes <= 0:
+        raise TaskPackageError(f"{path}: timed workload {name} needs a positive byte count")
+    return WorkloadSpec(
+        name=name,
+        role=role,
+        params=params,
+        hidden=hidden,
+        flops=flops,
+        bytes=nbytes,
+        flops_formula=flops_formula,
+        bytes_formula=bytes_formula,
+    )
+
+
+def _property(path: Path, raw: dict[str, Any]) -> PropertySpec:
+    try:
+        detector = dict(raw.get("detector", {"kind": "manual"}))
+        if detector.get("kind") not in DETECTOR_KINDS:
+            raise TaskPackageError(
+                f"{path}: property {raw.get('key')}: detector kind must be one of "
+                f"{sorted(DETECTOR_KINDS)}"
+            )
+        return PropertySpec(
+            key=raw["key"],
+            level=Level(raw["level"]),
+            title=raw["title"],
+            description=raw.get("description", ""),
+            weight=float(raw.get("weight", 1.0)),
+            depends_on=tuple(raw.get("depends_on", [])),
+            detector=detector,
+        )
+    except (KeyError, ValueError) as exc:
+        if isinstance(exc, TaskPackageError):
+            raise
+        raise TaskPackageError(f"{path}: invalid property {raw!r}: {exc}") from exc

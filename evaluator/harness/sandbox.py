@@ -1,0 +1,406 @@
+"""Running untrusted code in a child process that cannot hurt the worker.
+
+Isolation levels, strongest first (the verdict's environment says which one ran):
+
+- `bwrap`: bubblewrap with new user, PID, network, IPC, UTS and mount
+  namespaces, all capabilities dropped, an unprivileged uid inside, and a
+  filesystem made of read-only binds of just the interpreter, the harness and
+  the task package, plus one writable scratch folder. No network, no project
+  files, no database, no secrets on disk.
+- `process`: a plain child process. Still its own session and process group,
+  a scrubbed environment, resource limits and the same watchdog; but it can
+  see the host's filesystem and network, so use it only where bubblewrap is
+  unavailable (documented in docs/evaluator.md).
+
+At both levels the parent enforces a wall-clock timeout, a host-memory limit
+and a process-count limit, kills the whole tree on a violation, and reaps
+every process the child left behind (it is a child subreaper).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent  # folder holding `evaluator/`
+SANDBOX_ROOT = "/d2k"
+SANDBOX_WORK = f"{SANDBOX_ROOT}/work"
+SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class ChildRun:
+    returncode: int | None
+    killed_for: str = ""  # "", "timeout", "memory", "processes"
+    wall_seconds: float = 0.0
+    messages: list[tuple[float, dict]] = field(default_factory=list)
+    bad_messages: int = 0
+    peak_rss_bytes: int = 0
+    log: str = ""
+    isolation: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 600.0
+    memory_bytes: int = 32 * 1024**3
+    max_processes: int = 256
+    max_file_bytes: int = 16 * 1024**3
+    max_open_files: int = 4096
+
+
+@cache
+def isolation_level() -> str:
+    forced = os.environ.get("D2K_SANDBOX", "auto")
+    if forced in ("bwrap", "process"):
+        return forced
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return "process"
+    probe = subprocess.run(
+        [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+    return "bwrap" if probe.returncode == 0 else "process"
+
+
+def _userns_args() -> list[str]:
+    # As root, bubblewrap would keep root inside; ask for a user namespace with
+    # an unprivileged uid and no capabilities instead.
+    if os.geteuid() == 0:
+        return ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    return []
+
+
+def _become_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _python_binds() -> list[str]:
+    """Folders the interpreter and its packages live in, to bind read-only."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    roots.add(Path(sys.executable).resolve().parent.parent)
+    for entry in sys.path:
+        if entry and "-packages" in entry:
+            roots.add(Path(entry).resolve())
+    chosen: list[Path] = []
+    for root in sorted(roots, key=lambda p: len(p.parts)):
+        already = any(root == c or c in root.parents for c in chosen)
+        if not already and root.parts[:2] != ("/", "usr"):
+            chosen.append(root)
+    binds: list[str] = []
+    for root in chosen:
+        binds += ["--ro-bind", str(root), str(root)]
+    return binds
+
+
+def _device_binds() -> list[str]:
+    args: list[str] = []
+    for node in sorted(Path("/dev").glob("nvidia*")):
+        if node.is_char_device():
+            args += ["--dev-bind", str(node), str(node)]
+    # /usr (with the driver and toolkit under /usr/local) is bound already.
+    for path in ("/sys", "/run/nvidia-persistenced", "/opt"):
+        if Path(path).exists():
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _etc_binds() -> list[str]:
+    wanted = (
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "passwd",
+        "group",
+        "nsswitch.conf",
+        "localtime",
+        "alternatives",
+    )
+    args: list[str] = []
+    for name in wanted:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def sandbox_command(
+    *,
+    python_args: Sequence[str],
+    workdir: Path,
+    task_dir: Path,
+    env: dict[str, str],
+    gpu: bool,
+) -> tuple[list[str], dict[str, str], str]:
+    """The argv, environment and level for running `python python_args...` sandboxed.
+
+    Paths inside the sandbox: harness at /d2k (PYTHONPATH), task package at
+    /d2k/task, scratch at /d2k/work. At the `process` level the same layout is
+    reached through the real paths instead.
+    """
+    level = isolation_level()
+    if level == "process":
+        real_env = {**env, "PYTHONPATH": str(HARNESS_ROOT)}
+        real_env = {
+            k: v.replace(SANDBOX_WORK, str(workdir)).replace(SANDBOX_TASK, str(task_dir))
+            for k, v in real_env.items()
+        }
+        args = [
+            a.replace(SANDBOX_WORK, str(workdir)).replace(SANDBOX_TASK, str(task_dir))
+            for a in python_args
+        ]
+        return [sys.executable, *args], real_env, level
+
+    bwrap = shutil.which("bwrap") or "bwrap"
+    argv = [
+        bwrap,
+        *_userns_args(),
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        *_symlink_or_bind("/bin"),
+        *_symlink_or_bind("/lib"),
+        *_symlink_or_bind("/lib64"),
+        *_symlink_or_bind("/sbin"),
+        *_etc_binds(),
+        *_python_binds(),
+        *(_device_binds() if gpu else []),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        str(HARNESS_ROOT / "evaluator"),
+        f"{SANDBOX_ROOT}/evaluator",
+        "--ro-bind",
+        str(task_dir),
+        SANDBOX_TASK,
+        "--bind",
+        str(workdir),
+        SANDBOX_WORK,
+        "--chdir",
+        SANDBOX_WORK,
+        "--clearenv",
+    ]
+    for key, value in {**env, "PYTHONPATH": SANDBOX_ROOT}.items():
+        argv += ["--setenv", key, value]
+    argv += ["--", sys.executable, *python_args]
+    return argv, {"PATH": env.get("PATH", "/usr/bin:/bin")}, level
+
+
+def _symlink_or_bind(path: str) -> list[str]:
+    p = Path(path)
+    if p.is_symlink():
+        return ["--symlink", os.readlink(p), path]
+    if p.exists():
+        return ["--ro-bind", path, path]
+    return []
+
+
+def _set_limits(limits: Limits, nproc: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+    # RLIMIT_NPROC counts every process of the real uid; the budget is what
+    # exists now plus the child's allowance. Root ignores it, but the child
+    # runs with its capabilities dropped, where it applies again.
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def _processes_of_uid(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def _descendants(root_pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root_pid]
+    while stack:
+        pid = stack.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _rss_bytes(pids: Sequence[int]) -> int:
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _kill_tree(proc: subprocess.Popen, extra: Sequence[int] = ()) -> None:
+    pids = [proc.pid, *_descendants(proc.pid), *extra]
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap_orphans() -> None:
+    """Kill and reap whatever the child left behind (we are its subreaper)."""
+    for _ in range(50):
+        strays = _descendants(os.getpid())
+        strays = [p for p in strays if p != os.getpid()]
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+
+
+class _Reader(threading.Thread):
+    """Reads JSON lines from the result pipe, stamping each with the host clock."""
+
+    def __init__(self, fd: int, sink: ChildRun):
+        super().__init__(daemon=True)
+        self.fd, self.sink = fd, sink
+
+    def run(self) -> None:
+        import json
+
+        buffer = b""
+        total = 0
+        with os.fdopen(self.fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(65536):
+                total += len(chunk)
+                if total > MAX_MESSAGE_BYTES:
+                    self.sink.bad_messages += 1
+                    continue
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    stamp = time.monotonic()
+                    try:
+                        message = json.loads(line)
+                        if not isinstance(message, dict):
+                            raise ValueError("not an object")
+                        self.sink.messages.append((stamp, message))
+                    except ValueError:
+                        self.sink.bad_messages += 1
+
+
+def run_child(
+    *,
+    python_args: Sequence[str],
+    workdir: Path,
+    task_dir: Path,
+    env: dict[str, str],
+    limits: Limits,
+    log_path: Path,
+    gpu: bool,
+) -> ChildRun:
+    """Run the harness child; `python_args` may name the result fd as `{fd}`."""
+    _become_subreaper()
+    read_fd, write_fd = os.pipe()
+    args = [a.replace("{fd}", str(write_fd)) for a in python_args]
+    argv, proc_env, level = sandbox_command(
+        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu
+    )
+    nproc = _processes_of_uid(os.getuid()) + limits.max_processes
+    result = ChildRun(returncode=None, isolation=level)
+    reader = _Reader(read_fd, result)
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=proc_env,
+            cwd=workdir,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            preexec_fn=lambda: _set_limits(limits, nproc),
+        )
+    os.close(write_fd)
+    reader.start()
+    try:
+        while proc.poll() is None:
+            elapsed = time.monotonic() - started
+            tree = [proc.pid, *_descendants(proc.pid)]
+            rss = _rss_bytes(tree)
+            result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
+            if elapsed > limits.timeout_s:
+                result.killed_for = "timeout"
+            elif rss > limits.memory_bytes:
+                result.killed_for = "memory"
+            elif len(tree) > limits.max_processes + 8:
+                result.killed_for = "processes"
+            if result.killed_for:
+                _kill_tree(proc, tree)
+                break
+            time.sleep(0.05 if elapsed < 2 else 0.2)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            _kill_tree(proc)
+            proc.wait()
+        _reap_orphans()
+    reader.join(timeout=10)
+    result.returncode = proc.returncode
+    result.wall_seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,108 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from core.models import BaseModel
+
+
+class EvaluationStatus(models.TextChoices):
+    """Queue states, then the verdicts of SPEC §6 (documented in docs/evaluator.md)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    FLAGGED = "flagged"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    OUT_OF_MEMORY = "out_of_memory"
+    WORKER_ERROR = "worker_error"
+
+
+FINISHED_STATUSES = frozenset(EvaluationStatus) - {
+    EvaluationStatus.QUEUED,
+    EvaluationStatus.RUNNING,
+}
+
+
+class Review(models.TextChoices):
+    """Admin review of a flagged result."""
+
+    NONE = "", "not needed"
+    PENDING = "pending", "pending review"
+    HACKED = "hacked", "confirmed hack (hidden from rankings)"
+    CLEARED = "cleared", "cleared"
+
+
+class Evaluation(BaseModel):
+    submission = models.ForeignKey(
+        "submissions.Submission", on_delete=models.CASCADE, related_name="evaluations"
+    )
+    status = models.CharField(
+        max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED
+    )
+    mode = models.CharField(max_length=10, blank=True)
+    message = models.TextField(blank=True)
+    flags = models.JSONField(default=list, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    log = models.TextField(blank=True)
+    evaluator_version = models.CharField(max_length=32, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    review = models.CharField(max_length=8, choices=Review.choices, default=Review.NONE, blank=True)
+    review_note = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(review="pending") | Q(status="flagged"),
+                name="evaluation_pending_review_is_flagged",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"evaluation #{self.pk} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class WorkloadResult(models.Model):
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="results")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=8)
+    hidden = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=EvaluationStatus.choices)
+    message = models.TextField(blank=True)
+    max_abs_err = models.FloatField(null=True, blank=True)
+    rel_err = models.FloatField(null=True, blank=True)
+    median_ms = models.FloatField(null=True, blank=True)
+    ref_median_ms = models.FloatField(null=True, blank=True)
+    speedup = models.FloatField(null=True, blank=True)
+    achieved_tflops = models.FloatField(null=True, blank=True)
+    achieved_tbps = models.FloatField(null=True, blank=True)
+    sol_fraction = models.FloatField(null=True, blank=True)
+    timing = models.JSONField(null=True, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["evaluation", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["evaluation", "name"], name="result_unique_workload"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.status}"

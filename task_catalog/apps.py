@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class TaskCatalogConfig(AppConfig):
+    name = "task_catalog"

@@ -1,0 +1,140 @@
+"""The task catalog: tasks, their measured versions, workloads, guidance, properties.
+
+What is *measured* (reference, tolerances, forbidden ops, workloads) lives on
+`TaskVersion` and never changes once a result points at it: an edit makes a new
+version. What is *read* (statement, guidance, design properties) lives on `Task`.
+"""
+
+from django.db import models
+from django.db.models import Q
+
+from core.models import BaseModel
+
+
+class Level(models.TextChoices):
+    L1 = "L1", "L1 · algorithmic"
+    L2 = "L2", "L2 · dataflow"
+    L3 = "L3", "L3 · low-level"
+
+
+class Task(BaseModel):
+    slug = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    category = models.CharField(max_length=64, db_index=True)
+    statement = models.TextField(help_text="Markdown.")
+    position = models.PositiveIntegerField(default=0, help_text="Order in the catalog list.")
+    current_version = models.ForeignKey(
+        "TaskVersion",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["position", "slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class TaskVersion(BaseModel):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    reference_source = models.TextField()
+    expert_source = models.TextField(blank=True)
+    tolerances = models.JSONField(help_text='{"default": {"atol":…, "rtol":…, "rel_l2":…}, …}')
+    forbidden_ops = models.JSONField(default=list, blank=True)
+    inplace = models.BooleanField(default=False)
+    seeds = models.PositiveSmallIntegerField(default=3)
+
+    class Meta:
+        ordering = ["task", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "number"], name="taskversion_unique_number"),
+            models.UniqueConstraint(
+                fields=["task", "content_hash"], name="taskversion_unique_hash"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id and self.task.slug} v{self.number}"
+
+
+class Workload(models.Model):
+    class Role(models.TextChoices):
+        TIMED = "timed", "timed (public)"
+        HIDDEN = "hidden", "hidden (correctness only)"
+        CHECK = "check", "check (CPU interpreter)"
+
+    version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="workloads")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=8, choices=Role.choices)
+    hidden = models.BooleanField(default=False)
+    params = models.JSONField()
+    flops = models.FloatField(default=0)
+    bytes = models.FloatField(default=0)
+    flops_formula = models.CharField(max_length=200, blank=True)
+    bytes_formula = models.CharField(max_length=200, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "name"], name="workload_unique_name"),
+            models.CheckConstraint(
+                condition=~Q(role="hidden") | Q(hidden=True), name="workload_hidden_role_is_hidden"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def gflop(self) -> float:
+        return self.flops / 1e9
+
+    @property
+    def megabytes(self) -> float:
+        return self.bytes / 1e6
+
+
+class Guidance(BaseModel):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="guidance")
+    level = models.CharField(max_length=2, choices=Level.choices)
+    text = models.TextField(help_text="Markdown.")
+    depends_on = models.JSONField(default=list, blank=True, help_text='Lower levels, e.g. ["L1"].')
+
+    class Meta:
+        ordering = ["task", "level"]
+        verbose_name_plural = "guidance"
+        constraints = [
+            models.UniqueConstraint(fields=["task", "level"], name="guidance_unique_level"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id and self.task.slug} {self.level}"
+
+
+class DesignProperty(BaseModel):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="properties")
+    key = models.SlugField(max_length=64)
+    level = models.CharField(max_length=2, choices=Level.choices)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    weight = models.FloatField(default=1.0)
+    depends_on = models.JSONField(default=list, blank=True, help_text="Keys of other properties.")
+    detector = models.JSONField(default=dict, blank=True, help_text='{"kind": "manual"} or a check')
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["task", "level", "position"]
+        verbose_name_plural = "design properties"
+        constraints = [
+            models.UniqueConstraint(fields=["task", "key"], name="property_unique_key"),
+            models.CheckConstraint(condition=Q(weight__gt=0), name="property_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id and self.task.slug}:{self.key}"
