@@ -57,9 +57,9 @@ def _softmax_online(x_ptr, y_ptr, stride_x, stride_y, n_cols, BLOCK: tl.constexp
 
 
 def _num_warps(block: int, elem_bytes: int) -> int:
-    # About 16 bytes per thread per load: 16-byte vector loads with the whole
-    # row spread over the program's warps.
-    return max(1, min(32, block * elem_bytes // (16 * 32) // 2))
+    # One 16-byte vector load per thread covers the row: block * elem_bytes / 16
+    # threads, in warps of 32 (at least 4 in flight, at most 32).
+    return max(4, min(32, block * elem_bytes // (16 * 32)))
 
 
 class ModelNew(nn.Module):

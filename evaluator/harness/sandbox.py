@@ -185,11 +185,12 @@ def sandbox_command(
         *_symlink_or_bind("/sbin"),
         *_etc_binds(),
         *_python_binds(),
-        *(_device_binds() if gpu else []),
         "--proc",
         "/proc",
         "--dev",
         "/dev",
+        # After --dev: a fresh /dev would hide binds made before it.
+        *(_device_binds() if gpu else []),
         "--tmpfs",
         "/tmp",
         "--ro-bind",

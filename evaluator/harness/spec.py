@@ -133,6 +133,9 @@ class Measurement:
     ref_iqr_ms: float
     ref_calls: int
     cold_start_ms: float
+    # Minimum, deciles and maximum of the per-call times, for the spread.
+    sub_deciles: tuple[float, ...] = ()
+    ref_deciles: tuple[float, ...] = ()
 
     @property
     def speedup(self) -> float:

@@ -1,0 +1,127 @@
+"""The whole GPU check in one call: ceilings, experts, exploit kernels, stability.
+
+    python bench/gpu_check.py experts [--tasks a,b] [--out DIR]
+    python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
+    python bench/gpu_check.py exploits [--out DIR]
+    python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--out DIR]
+
+Runs the real evaluator (python -m evaluator check, one process per
+evaluation, as a worker does) and prints a table; the full verdicts go to
+DIR as JSON. Results in docs/ name the command and the GPU that produced them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
+
+
+def check(task: str, path: Path, mode: str = "cuda", timeout: int = 300) -> dict:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "evaluator", "check", "--task", task, "--mode", mode,
+         "--timeout", str(timeout), "--json", str(path)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        return {"status": "cli_error", "message": proc.stderr.strip()[-500:], "workloads": [],
+                "flags": [], "wall": time.monotonic() - started}
+    verdict = json.loads(proc.stdout)
+    verdict["wall"] = time.monotonic() - started
+    return verdict
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def print_verdict(task: str, label: str, v: dict) -> None:
+    flags = "; ".join(f"{f['check']}: {f['detail']}" for f in v.get("flags", []))
+    print(f"{task:<24} {label:<34} {v['status']:<14} {v['wall']:6.1f}s  {v['message'][:120]}")
+    if flags:
+        print(f"    flags: {flags[:400]}")
+    for w in v.get("workloads", []):
+        if w.get("median_ms"):
+            t = w["timing"]
+            print(f"    {w['name']:<30} {w['status']:<10} sub {w['median_ms']*1e3:10.1f} us "
+                  f"(iqr {t['iqr_ms']/w['median_ms']:.1%}, n={t['calls']})  "
+                  f"ref {w['ref_median_ms']*1e3:10.1f} us  x{w['speedup']:.2f}  "
+                  f"SOL {w['sol_fraction'] or 0:.0%}  cold {t['cold_start_ms']:.0f} ms")
+        elif w["status"] != "correct":
+            print(f"    {w['name']:<30} {w['status']:<10} {w['message'][:150]}")
+
+
+def tasks_arg(value: str | None) -> list[str]:
+    names = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
+    return [t for t in value.split(",")] if value else names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["experts", "files", "exploits", "stability", "ceilings"])
+    parser.add_argument("items", nargs="*")
+    parser.add_argument("--tasks")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("gpu-results"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
+                    "temperature.gpu", "--format=csv"], check=False)
+    ceil = subprocess.run([sys.executable, "-m", "evaluator", "ceilings"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    print(ceil.stdout or ceil.stderr)
+    results: dict[str, object] = {}
+    if args.what == "experts":
+        for task in tasks_arg(args.tasks):
+            v = check(task, DEFAULT_CATALOG_DIR / task / "expert.py")
+            print_verdict(task, "expert", v)
+            speedups = [w["speedup"] for w in v["workloads"] if w.get("speedup")]
+            print(f"    geomean speedup {geomean(speedups):.3f} over {len(speedups)} workloads")
+            results[task] = v
+    elif args.what == "files":
+        for item in args.items:
+            task, path = item.split(":", 1)
+            v = check(task, ROOT / path)
+            print_verdict(task, Path(path).name, v)
+            results[item] = v
+    elif args.what == "exploits":
+        from tests.exploits.cases import CASES
+
+        for case in CASES:
+            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file)
+            print_verdict(case.task, case.file, v)
+            results[case.file] = {"expected": case.expected, **v}
+        print("\nclass | kernel | verdict | caught by")
+        for case in CASES:
+            v = results[case.file]
+            caught = ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]
+            print(f"{case.number} {case.title} | {case.file} | {v['status']} | {caught}")
+    elif args.what == "stability":
+        for task in tasks_arg(args.tasks):
+            runs = [check(task, DEFAULT_CATALOG_DIR / task / "expert.py")
+                    for _ in range(args.repeat)]
+            results[task] = runs
+            names = [w["name"] for w in runs[0]["workloads"] if w.get("median_ms")]
+            for name in names:
+                meds = [next(w for w in r["workloads"] if w["name"] == name)["median_ms"]
+                        for r in runs]
+                sps = [next(w for w in r["workloads"] if w["name"] == name)["speedup"]
+                       for r in runs]
+                print(f"{task:<22} {name:<28} median {min(meds)*1e3:9.1f}..{max(meds)*1e3:9.1f} us"
+                      f"  spread {max(meds)/min(meds)-1:6.2%}   speedup spread "
+                      f"{max(sps)/min(sps)-1:6.2%}  wall {sum(r['wall'] for r in runs)/len(runs):.1f}s")
+    (args.out / f"{args.what}.json").write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

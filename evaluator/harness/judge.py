@@ -1,0 +1,282 @@
+"""Judging what the child reported: reference outputs, tolerances, timing checks.
+
+Runs in the orchestrator, never in the submission's process: the reference
+outputs are computed here, from the same secret seeds the child used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .compare import Comparison, compare_tensor, dtype_name, fingerprint_bound
+from .protocol import Observed, flag
+from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
+from .timing import fingerprint, fingerprint_weights, summarize
+
+SAMPLED_TIMED_CALLS = 6
+SAMPLED_BATCH_CALLS = 2
+# The host clock may exceed the device events of a back-to-back batch by launch
+# and message overhead; far more than that means work escaped the events.
+BATCH_SLACK_RATIO = 1.3
+BATCH_SLACK_MS = 15.0
+# A time under this fraction of the workload's speed-of-light floor is impossible.
+SOL_FLOOR_MARGIN = 0.85
+
+
+def _load_reference(task: TaskSpec):
+    spec = importlib.util.spec_from_file_location(
+        f"d2k_reference_{task.slug}", Path(task.directory) / "reference.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+class _Reference:
+    def __init__(self, task: TaskSpec, mode: Mode):
+        self.module = _load_reference(task)
+        self.device = torch.device("cuda" if mode is Mode.CUDA else "cpu")
+
+    def outputs(self, params: dict, seed: int, model_seed: int) -> tuple:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            inputs = list(self.module.get_inputs(**params))
+            init = list(self.module.get_init_inputs(**params))
+        torch.manual_seed(model_seed)
+        with torch.device(self.device), torch.no_grad():
+            model = self.module.Model(*init)
+            return _as_tuple(model(*inputs))
+
+
+def judge(task, mode, plan, seen: Observed, workdir: Path, env_info) -> list[WorkloadResult]:
+    """One result per workload the child reported on, in plan order."""
+    if not seen.outputs:
+        return []
+    reference = _Reference(task, mode)
+    by_name = {w.name: w for w in task.workloads}
+    return [
+        _judge_workload(
+            task, by_name[entry["name"]], entry, plan, seen, reference, workdir, env_info
+        )
+        for entry in plan["workloads"]
+        if seen.outputs.get(entry["name"])
+    ]
+
+
+def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info):
+    calls = seen.outputs[spec.name]
+    forbidden = set(task.forbidden_ops)
+    worst_abs = worst_rel = 0.0
+    failure = ""
+    expected_by_seed: dict[int, tuple] = {}
+    for call in calls:
+        used = forbidden.intersection(call.get("ops", []))
+        if used:
+            seen.flags.append(
+                flag("forbidden_op", f"{spec.name}: called {', '.join(sorted(used))}")
+            )
+        if call.get("mutated_inputs"):
+            seen.flags.append(
+                flag(
+                    "input_mutation",
+                    f"{spec.name}: inputs {call['mutated_inputs']} changed during the call",
+                )
+            )
+        seed = int(call["seed"])
+        if seed not in expected_by_seed:
+            expected_by_seed[seed] = reference.outputs(spec.params, seed, seed)
+        got = _load_outputs(workdir / "out" / str(call["file"]), reference.device)
+        comparison = _compare_all(got, expected_by_seed[seed], task)
+        worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
+        worst_rel = max(worst_rel, comparison.rel_err or 0.0)
+        if not comparison.ok and not failure:
+            again = " (second call on the same inputs)" if str(call["tag"]).endswith("r") else ""
+            failure = comparison.message + again
+    if failure:
+        status = Status.INCORRECT
+    elif len(calls) < task.seeds + 1:
+        status, failure = Status.RUNTIME_ERROR, "the process ended before every seed was checked"
+    else:
+        status = Status.CORRECT
+    measurement, extra = None, {}
+    if status is Status.CORRECT and entry["timed"] and spec.name in seen.timings:
+        measurement, extra, timing_failure = _judge_timing(
+            task, spec, entry, seen, reference, plan["fingerprint_seed"], env_info
+        )
+        if timing_failure:
+            status, failure = Status.INCORRECT, timing_failure
+    return WorkloadResult(
+        name=spec.name,
+        role=spec.role,
+        hidden=spec.hidden,
+        status=status,
+        message=failure,
+        max_abs_err=worst_abs,
+        rel_err=worst_rel,
+        measurement=measurement,
+        **extra,
+    )
+
+
+def _load_outputs(path: Path, device: torch.device) -> tuple:
+    try:
+        # weights_only: the file came from untrusted code and must not unpickle objects.
+        loaded = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:
+        return (f"unreadable output file: {type(exc).__name__}",)
+    return _as_tuple(loaded)
+
+
+def _compare_all(got: tuple, expected: tuple, task: TaskSpec):
+
+    if len(got) != len(expected):
+        return Comparison(
+            False, None, None, f"returned {len(got)} outputs, the reference returns {len(expected)}"
+        )
+    worst = Comparison(True, 0.0, 0.0)
+    for index, (g, e) in enumerate(zip(got, expected, strict=True)):
+        if not isinstance(g, torch.Tensor):
+            return Comparison(False, None, None, f"output {index}: {g}")
+        c = compare_tensor(g, e, task.tolerance_for(dtype_name(e.dtype)))
+        if not c.ok:
+            prefix = f"output {index}: " if len(expected) > 1 else ""
+            return Comparison(False, c.max_abs_err, c.rel_err, prefix + c.message)
+        worst = Comparison(
+            True,
+            max(worst.max_abs_err or 0, c.max_abs_err or 0),
+            max(worst.rel_err or 0, c.rel_err or 0),
+        )
+    return worst
+
+
+def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
+    msg = seen.timings[spec.name]
+    sub_ms, ref_ms = list(map(float, msg["sub_ms"])), list(map(float, msg["ref_ms"]))
+    med, iqr, low = summarize(sub_ms)
+    ref_med, ref_iqr, _ = summarize(ref_ms)
+    measurement = Measurement(
+        median_ms=med,
+        iqr_ms=iqr,
+        min_ms=low,
+        calls=len(sub_ms),
+        ref_median_ms=ref_med,
+        ref_iqr_ms=ref_iqr,
+        ref_calls=len(ref_ms),
+        cold_start_ms=_cold_start_ms(seen, spec.name),
+        sub_deciles=tuple(_deciles(sub_ms)),
+        ref_deciles=tuple(_deciles(ref_ms)),
+    )
+    # Re-check outputs of timed calls picked now, at random.
+    rng = secrets.SystemRandom()
+    prints = list(msg.get("prints", []))
+    batch_prints = list(msg.get("batch_prints", []))
+    sample = rng.sample(prints, min(SAMPLED_TIMED_CALLS, len(prints)))
+    sample += rng.sample(batch_prints, min(SAMPLED_BATCH_CALLS, len(batch_prints)))
+    for item in sample:
+        expected = reference.outputs(spec.params, int(item["seed"]), entry["seeds"][0])
+        if not _fingerprint_matches(item["fp"], expected, fp_seed, task):
+            return (
+                measurement,
+                {},
+                (
+                    "the output of a timed call differs from the reference (outputs must be "
+                    "computed on every call from that call's inputs)"
+                ),
+            )
+    batch = seen.batches.get(spec.name)
+    if batch:
+        host, device = float(batch["host_ms"]), float(batch["event_ms"])
+        if host > device * BATCH_SLACK_RATIO + BATCH_SLACK_MS:
+            seen.flags.append(
+                flag(
+                    "escaped_work",
+                    (
+                        f"{spec.name}: {batch['calls']} back-to-back calls took {host:.2f} ms "
+                        f"by the "
+                        f"host clock but {device:.2f} ms by CUDA events"
+                    ),
+                )
+            )
+        expected_batch = med * float(batch["calls"])
+        if device < 0.5 * expected_batch:
+            seen.flags.append(
+                flag(
+                    "timing_inconsistent",
+                    (
+                        f"{spec.name}: a batch of {batch['calls']} calls took {device:.3f} ms, "
+                        f"under half of {batch['calls']} x the median call ({med:.4f} ms)"
+                    ),
+                )
+            )
+    extra = {}
+    ceilings = env_info.get("ceilings")
+    if ceilings and med > 0:
+        seconds = med * 1e-3
+        tflops = spec.flops / seconds / 1e12
+        tbps = spec.bytes / seconds / 1e12
+        floor_s = max(
+            spec.flops / (ceilings["peak_tflops_bf16"] * 1e12),
+            spec.bytes / (ceilings["peak_tbps"] * 1e12),
+        )
+        extra = {
+            "achieved_tflops": tflops,
+            "achieved_tbps": tbps,
+            "sol_fraction": floor_s / seconds,
+        }
+        if seconds < SOL_FLOOR_MARGIN * floor_s:
+            seen.flags.append(
+                flag(
+                    "faster_than_light",
+                    (
+                        f"{spec.name}: median {med * 1e3:.2f} us is below the speed-of-light floor "
+                        f"{floor_s * 1e6:.2f} us"
+                    ),
+                )
+            )
+    return measurement, extra, ""
+
+
+def _cold_start_ms(seen: Observed, name: str) -> float:
+    """Host time of the workload's first call: compilation, autotuning, first launch."""
+    calls = seen.outputs.get(name, [])
+    return float(calls[0].get("host_ms", 0.0)) if calls else 0.0
+
+
+def _deciles(times: list[float]) -> list[float]:
+    ordered = sorted(times)
+    return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1) / 10))] for q in range(11)]
+
+
+def _fingerprint_matches(prints: list[dict], expected: tuple, fp_seed: int, task) -> bool:
+    if len(prints) != len(expected):
+        return False
+    want = fingerprint(expected, seed=fp_seed)
+    for index, (got, ref, ref_print) in enumerate(zip(prints, expected, want, strict=True)):
+        if int(got.get("nonfinite", -1)) != ref_print["nonfinite"]:
+            return False
+        flat = ref.reshape(-1)
+        integer = not (flat.is_floating_point() or flat.is_complex())
+        if integer:
+            if int(got.get("sum", 0)) != ref_print["sum"]:
+                return False
+            continue
+        w = fingerprint_weights(
+            flat.numel(), seed=fp_seed + index, device=flat.device, integer=False
+        )
+        bound = fingerprint_bound(ref, w, task.tolerance_for(dtype_name(ref.dtype)))
+        if not math.isfinite(float(got.get("sum", math.nan))):
+            return False
+        if abs(float(got["sum"]) - ref_print["sum"]) > bound:
+            return False
+    return True
