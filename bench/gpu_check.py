@@ -29,13 +29,33 @@ from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noq
 def check(task: str, path: Path, mode: str = "cuda", timeout: int = 300) -> dict:
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "evaluator", "check", "--task", task, "--mode", mode,
-         "--timeout", str(timeout), "--json", str(path)],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "check",
+            "--task",
+            task,
+            "--mode",
+            mode,
+            "--timeout",
+            str(timeout),
+            "--json",
+            str(path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
-        return {"status": "cli_error", "message": proc.stderr.strip()[-500:], "workloads": [],
-                "flags": [], "wall": time.monotonic() - started}
+        return {
+            "status": "cli_error",
+            "message": proc.stderr.strip()[-500:],
+            "workloads": [],
+            "flags": [],
+            "wall": time.monotonic() - started,
+        }
     verdict = json.loads(proc.stdout)
     verdict["wall"] = time.monotonic() - started
     return verdict
@@ -53,10 +73,12 @@ def print_verdict(task: str, label: str, v: dict) -> None:
     for w in v.get("workloads", []):
         if w.get("median_ms"):
             t = w["timing"]
-            print(f"    {w['name']:<30} {w['status']:<10} sub {w['median_ms']*1e3:10.1f} us "
-                  f"(iqr {t['iqr_ms']/w['median_ms']:.1%}, n={t['calls']})  "
-                  f"ref {w['ref_median_ms']*1e3:10.1f} us  x{w['speedup']:.2f}  "
-                  f"SOL {w['sol_fraction'] or 0:.0%}  cold {t['cold_start_ms']:.0f} ms")
+            print(
+                f"    {w['name']:<30} {w['status']:<10} sub {w['median_ms'] * 1e3:10.1f} us "
+                f"(iqr {t['iqr_ms'] / w['median_ms']:.1%}, n={t['calls']})  "
+                f"ref {w['ref_median_ms'] * 1e3:10.1f} us  x{w['speedup']:.2f}  "
+                f"SOL {w['sol_fraction'] or 0:.0%}  cold {t['cold_start_ms']:.0f} ms"
+            )
         elif w["status"] != "correct":
             print(f"    {w['name']:<30} {w['status']:<10} {w['message'][:150]}")
 
@@ -75,10 +97,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
-                    "temperature.gpu", "--format=csv"], check=False)
-    ceil = subprocess.run([sys.executable, "-m", "evaluator", "ceilings"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    subprocess.run(
+        [
+            "nvidia-smi",
+            "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
+            "--format=csv",
+        ],
+        check=False,
+    )
+    ceil = subprocess.run(
+        [sys.executable, "-m", "evaluator", "ceilings"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     print(ceil.stdout or ceil.stderr)
     results: dict[str, object] = {}
     if args.what == "experts":
@@ -104,22 +137,29 @@ def main() -> None:
         print("\nclass | kernel | verdict | caught by")
         for case in CASES:
             v = results[case.file]
-            caught = ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]
+            caught = (
+                ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]
+            )
             print(f"{case.number} {case.title} | {case.file} | {v['status']} | {caught}")
     elif args.what == "stability":
         for task in tasks_arg(args.tasks):
-            runs = [check(task, DEFAULT_CATALOG_DIR / task / "expert.py")
-                    for _ in range(args.repeat)]
+            runs = [
+                check(task, DEFAULT_CATALOG_DIR / task / "expert.py") for _ in range(args.repeat)
+            ]
             results[task] = runs
             names = [w["name"] for w in runs[0]["workloads"] if w.get("median_ms")]
             for name in names:
-                meds = [next(w for w in r["workloads"] if w["name"] == name)["median_ms"]
-                        for r in runs]
-                sps = [next(w for w in r["workloads"] if w["name"] == name)["speedup"]
-                       for r in runs]
-                print(f"{task:<22} {name:<28} median {min(meds)*1e3:9.1f}..{max(meds)*1e3:9.1f} us"
-                      f"  spread {max(meds)/min(meds)-1:6.2%}   speedup spread "
-                      f"{max(sps)/min(sps)-1:6.2%}  wall {sum(r['wall'] for r in runs)/len(runs):.1f}s")
+                meds = [
+                    next(w for w in r["workloads"] if w["name"] == name)["median_ms"] for r in runs
+                ]
+                sps = [
+                    next(w for w in r["workloads"] if w["name"] == name)["speedup"] for r in runs
+                ]
+                print(
+                    f"{task:<22} {name:<28} median {min(meds) * 1e3:9.1f}..{max(meds) * 1e3:9.1f} us"
+                    f"  spread {max(meds) / min(meds) - 1:6.2%}   speedup spread "
+                    f"{max(sps) / min(sps) - 1:6.2%}  wall {sum(r['wall'] for r in runs) / len(runs):.1f}s"
+                )
     (args.out / f"{args.what}.json").write_text(json.dumps(results, indent=1, default=str))
 
 

@@ -87,6 +87,7 @@ class Child:
         self.guard = honesty.PatchGuard()
         self.threads = honesty.live_python_threads()
         self.sub: Any = None
+        self.l2_reported = False
 
     # -- helpers ------------------------------------------------------------
     def inputs(self, params: dict, seed: int) -> list:
@@ -235,6 +236,10 @@ class Child:
                     honesty.poison_allocator(self.device, _bytes_of(inputs))
                     events, out = self._timed(sub, inputs, flusher)
                     sub_events.append(events)
+                    persisting = flusher.persisting_l2_bytes()
+                    if persisting and not self.l2_reported:
+                        self.l2_reported = True
+                        self.chan.send("l2_persistence", workload=name, bytes=persisting)
                     # Fingerprint straight after the call's own stream finished:
                     # work left running elsewhere shows up as a wrong print.
                     prints.append(

@@ -74,13 +74,3 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comp
     if rel > rel_bound:
         reasons.append(f"relative L2 error {rel:.3g} above {rel_bound:.3g}")
     return Comparison(not reasons, max_abs, rel, "; ".join(reasons))
-
-
-def fingerprint_bound(ref: torch.Tensor, weights: torch.Tensor, tol: Tolerance) -> float:
-    """The largest fingerprint difference that elementwise-tolerable outputs can produce."""
-    r = ref.detach().reshape(-1).double()
-    finite = torch.isfinite(r)
-    slack = torch.where(finite, tol.atol + tol.rtol * r.abs(), 0.0)
-    magnitude = float((torch.where(finite, r.abs(), 0.0) * weights).sum().item())
-    # Rounding of the float64 sums themselves, far below any tolerance.
-    return float((slack * weights).sum().item()) + 1e-9 * magnitude + 1e-12

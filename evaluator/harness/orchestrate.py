@@ -48,7 +48,7 @@ def evaluate(
     source: str,
     mode: Mode,
     timeout_s: float = 600.0,
-    memory_bytes: int = 32 * 1024**3,
+    memory_bytes: int | None = None,
     keep_workdir: bool = False,
 ) -> Verdict:
     started = time.monotonic()
@@ -184,7 +184,9 @@ def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
         workdir=workdir,
         task_dir=Path(task.directory).resolve(),
         env=env,
-        limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory_bytes),
+        limits=sandbox.Limits(
+            timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
+        ),
         log_path=workdir / "child.log",
         gpu=mode is Mode.CUDA,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Sent by the child's own checks: allowed between any two protocol messages.
-INFORMATIONAL = {"patched", "threads", "bad_output"}
+INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence"}
 
 
 def flag(check: str, detail: str) -> dict[str, str]:
@@ -122,6 +122,14 @@ def _informational(seen: Observed, msg: dict) -> None:
     event = msg["event"]
     if event == "bad_output":
         seen.flags.append(flag("output_type", str(msg.get("message"))))
+    elif event == "l2_persistence":
+        seen.flags.append(
+            flag(
+                "l2_persistence",
+                f"{msg.get('workload')}: the submission reserved {msg.get('bytes')} bytes of "
+                "persisting L2 (reset before every timed call)",
+            )
+        )
     elif event == "patched":
         names = ", ".join(map(str, msg.get("names", [])))
         seen.flags.append(flag("monkeypatch", f"changed during {msg.get('phase')}: {names}"))

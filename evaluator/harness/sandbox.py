@@ -53,10 +53,19 @@ class ChildRun:
     isolation: str = ""
 
 
+def default_memory_limit() -> int:
+    """32 GiB, or half of the machine's memory where that is less."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 64 * 1024**3
+    return min(32 * 1024**3, total // 2)
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float = 600.0
-    memory_bytes: int = 32 * 1024**3
+    memory_bytes: int = field(default_factory=default_memory_limit)
     max_processes: int = 256
     max_file_bytes: int = 16 * 1024**3
     max_open_files: int = 4096

@@ -1,0 +1,99 @@
+"""Reads of the evaluator app.
+
+Hidden workloads are correctness-only and never shown outside the staff: for
+everyone else their names are replaced by an alias (also inside the verdict's
+message and log) and their messages are withheld.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch
+
+from evaluator.models import Evaluation, WorkloadResult
+from submissions.models import Submission
+
+RESULT_FIELDS = (
+    "name",
+    "role",
+    "hidden",
+    "status",
+    "message",
+    "max_abs_err",
+    "rel_err",
+    "median_ms",
+    "ref_median_ms",
+    "speedup",
+    "achieved_tflops",
+    "achieved_tbps",
+    "sol_fraction",
+    "timing",
+)
+
+
+@dataclass(frozen=True)
+class EvaluationView:
+    """What a given viewer may see of one evaluation."""
+
+    evaluation: Evaluation
+    message: str
+    log: str
+    results: list[dict[str, Any]]
+
+    @property
+    def is_timed(self) -> bool:
+        return any(r["median_ms"] is not None for r in self.results)
+
+
+def evaluation_latest_for_submission(*, submission: Submission) -> Evaluation | None:
+    """The newest evaluation of `submission` with its workload results (two queries)."""
+    return (
+        Evaluation.objects.filter(submission=submission)
+        .prefetch_related(Prefetch("results", queryset=WorkloadResult.objects.order_by("position")))
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def evaluation_view_for_viewer(
+    *, evaluation: Evaluation, user: AbstractBaseUser | AnonymousUser
+) -> EvaluationView:
+    """The evaluation as `user` may see it (results must be prefetched or are fetched)."""
+    results = [{f: getattr(r, f) for f in RESULT_FIELDS} for r in evaluation.results.all()]
+    message, log = evaluation.message, evaluation.log
+    if user.is_authenticated and user.is_staff:
+        return EvaluationView(evaluation=evaluation, message=message, log=log, results=results)
+    hidden_count = 0
+    aliases: dict[str, str] = {}
+    for row in results:
+        if row["hidden"]:
+            hidden_count += 1
+            alias = f"hidden workload {hidden_count}"
+            aliases[row["name"]] = alias
+            row.update(name=alias, message="", timing=None)
+    # Longest names first, so that one name that prefixes another is not half-replaced.
+    for name in sorted(aliases, key=len, reverse=True):
+        message = message.replace(name, aliases[name])
+        log = log.replace(name, aliases[name])
+    return EvaluationView(evaluation=evaluation, message=message, log=log, results=results)
+
+
+def evaluation_verdict_line(*, evaluation: Evaluation) -> str:
+    """One line: `evaluation #7 of submission #3 (row_softmax v1): correct — 4/4 workloads…`."""
+    submission = evaluation.submission
+    results = list(evaluation.results.all())
+    passed = sum(1 for r in results if r.status == "correct")
+    parts = [
+        f"evaluation #{evaluation.pk} of submission #{submission.pk} "
+        f"({submission.task_version}): {evaluation.status}",
+    ]
+    if results:
+        parts.append(f"{passed}/{len(results)} workloads correct")
+    if evaluation.mode:
+        parts.append(f"mode {evaluation.mode}")
+    if evaluation.message:
+        parts.append(evaluation.message.splitlines()[0])
+    return " — ".join(parts)

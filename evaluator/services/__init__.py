@@ -1,0 +1,25 @@
+"""Writes of the evaluator app: queueing, running and reviewing evaluations."""
+
+from evaluator.services.evaluations import (
+    MAX_ATTEMPTS,
+    evaluation_create,
+    evaluation_enqueue,
+    evaluation_review,
+    evaluation_run,
+)
+from evaluator.services.runner import (
+    WorkerError,
+    evaluation_command,
+    evaluation_safety_timeout,
+)
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "WorkerError",
+    "evaluation_command",
+    "evaluation_create",
+    "evaluation_enqueue",
+    "evaluation_review",
+    "evaluation_run",
+    "evaluation_safety_timeout",
+]

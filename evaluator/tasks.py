@@ -1,0 +1,8 @@
+"""django-q2 entry points: a door to evaluator.services, taking primary keys only."""
+
+from evaluator import services
+
+
+def evaluation_run(evaluation_pk: int) -> str | None:
+    evaluation = services.evaluation_run(evaluation_id=evaluation_pk)
+    return evaluation.status if evaluation is not None else None

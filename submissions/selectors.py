@@ -1,0 +1,57 @@
+"""Reads of the submissions app. `submission_get_for_viewer` is the one way to a submission."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import Http404
+
+from evaluator.models import Evaluation
+from submissions.models import Submission
+
+
+def _can_view(*, user: AbstractBaseUser | AnonymousUser, submission: Submission) -> bool:
+    if submission.is_public:
+        return True
+    if not user.is_authenticated:
+        return False
+    return user.is_staff or submission.owner_id == user.pk
+
+
+def submission_get_for_viewer(
+    *, user: AbstractBaseUser | AnonymousUser, pk: int | str
+) -> Submission:
+    """The submission if `user` may see it: public ones to everyone, private ones to the
+    owner and staff. Anything else, including a malformed id, is a 404 (never a 403, so
+    a private submission's existence is not revealed)."""
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError) as exc:
+        raise Http404("No such submission.") from exc
+    submission = (
+        Submission.objects.select_related("owner", "task", "task_version").filter(pk=pk).first()
+    )
+    if submission is None or not _can_view(user=user, submission=submission):
+        raise Http404("No such submission.")
+    return submission
+
+
+def _latest_evaluation(field: str) -> Subquery:
+    latest = Evaluation.objects.filter(submission=OuterRef("pk")).order_by("-created_at", "-pk")
+    return Subquery(latest.values(field)[:1])
+
+
+def submission_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[Submission]:
+    """The owner's submissions, newest first, each annotated with its latest evaluation's
+    `latest_status`, `latest_evaluation_id` and `latest_message`: one query."""
+    return (
+        Submission.objects.filter(owner=owner)
+        .select_related("task", "task_version")
+        .annotate(
+            latest_evaluation_id=_latest_evaluation("pk"),
+            latest_status=_latest_evaluation("status"),
+            latest_message=_latest_evaluation("message"),
+        )
+        .defer("source")
+        .order_by("-created_at", "-pk")
+    )

@@ -1,0 +1,184 @@
+"""Catalog admin: read content is edited in place; measured content only through a new version."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+
+from .models import DesignProperty, Guidance, Task, TaskVersion, Workload
+from .rendering import markdown_render
+from .services import WORKLOAD_FIELDS, task_version_update, task_version_validate
+
+
+class GuidanceInline(admin.StackedInline):
+    model = Guidance
+    extra = 0
+    fields = ["level", "depends_on", "text", "preview"]
+    readonly_fields = ["preview"]
+
+    @admin.display(description="Rendered preview")
+    def preview(self, obj: Guidance):
+        return markdown_render(obj.text) if obj.pk else "—"
+
+
+class DesignPropertyInline(admin.TabularInline):
+    model = DesignProperty
+    extra = 0
+    fields = [
+        "position",
+        "key",
+        "level",
+        "title",
+        "description",
+        "weight",
+        "depends_on",
+        "detector",
+    ]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["slug", "title", "category", "current_version", "position", "updated_at"]
+    list_filter = ["category"]
+    search_fields = ["slug", "title"]
+    # The current version moves only through load_catalog or a new version (TaskVersion admin).
+    readonly_fields = ["current_version", "created_at", "updated_at"]
+    fields = ["slug", "title", "category", "position", "statement", *readonly_fields]
+    inlines = [GuidanceInline, DesignPropertyInline]
+
+
+class WorkloadInline(admin.TabularInline):
+    model = Workload
+    extra = 0
+    can_delete = False
+    fields = [
+        "position",
+        "name",
+        "role",
+        "hidden",
+        "params",
+        "flops_formula",
+        "flops",
+        "bytes_formula",
+        "bytes",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class NewTaskVersionForm(forms.ModelForm):
+    """Measured content of a new version; workloads are edited as a JSON list."""
+
+    workloads = forms.JSONField(
+        help_text=f"A list of workloads, each with {', '.join(WORKLOAD_FIELDS)} "
+        "(formulas win over numbers; role is timed, hidden or check)."
+    )
+
+    class Meta:
+        model = TaskVersion
+        fields = [
+            "task",
+            "reference_source",
+            "expert_source",
+            "tolerances",
+            "forbidden_ops",
+            "inplace",
+            "seeds",
+        ]
+
+    def clean_workloads(self):
+        workloads = self.cleaned_data["workloads"]
+        if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
+            raise ValidationError("Workloads must be a JSON list of objects.")
+        return workloads
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors and data.get("task") is not None:
+            task_version_validate(task=data["task"], **measured_fields(data))
+        return data
+
+
+def measured_fields(data: dict) -> dict:
+    return {field: data[field] for field in [*NewTaskVersionForm.Meta.fields[1:], "workloads"]}
+
+
+@admin.register(TaskVersion)
+class TaskVersionAdmin(admin.ModelAdmin):
+    """Versions are immutable; "Add" makes a new version of a task from edited content.
+
+    The add form is prefilled from the task's current version (`?task=<id>`);
+    saving calls `task_version_update`, which keeps the current version when
+    nothing measured changed.
+    """
+
+    list_display = ["__str__", "task", "number", "content_hash", "created_at"]
+    list_filter = ["task"]
+    inlines = [WorkloadInline]
+    readonly_fields = [
+        "task",
+        "number",
+        "content_hash",
+        "reference_source",
+        "expert_source",
+        "tolerances",
+        "forbidden_ops",
+        "inplace",
+        "seeds",
+        "created_at",
+    ]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else []
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = NewTaskVersionForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return [*NewTaskVersionForm.Meta.fields, "workloads"]
+        return self.readonly_fields
+
+    def get_changeform_initial_data(self, request):
+        initial = super().get_changeform_initial_data(request)
+        task = Task.objects.select_related("current_version").filter(pk=initial.get("task")).first()
+        version = task.current_version if task else None
+        if version is not None:
+            initial.update(
+                reference_source=version.reference_source,
+                expert_source=version.expert_source,
+                tolerances=version.tolerances,
+                forbidden_ops=version.forbidden_ops,
+                inplace=version.inplace,
+                seeds=version.seeds,
+                workloads=[
+                    {key: getattr(w, key) for key in WORKLOAD_FIELDS}
+                    for w in version.workloads.all()
+                ],
+            )
+        return initial
+
+    def save_model(self, request, obj, form, change):
+        # The form's clean() ran task_version_validate, so this write does not fail on input.
+        data = form.cleaned_data
+        version = task_version_update(task=data["task"], **measured_fields(data))
+        # The admin reports and redirects to the version the service chose.
+        obj.pk = version.pk
+        obj.refresh_from_db()

@@ -1,0 +1,40 @@
+"""Markdown and source code to safe HTML: every page and the admin go through here."""
+
+from __future__ import annotations
+
+import markdown
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+PYGMENTS_CSS_CLASS = "highlight"
+_MARKDOWN_EXTENSIONS = ["fenced_code", "tables", "sane_lists", "codehilite"]
+_MARKDOWN_CONFIG = {"codehilite": {"css_class": PYGMENTS_CSS_CLASS, "guess_lang": False}}
+# Class attributes carry pygments' token styles; nothing else beyond nh3's defaults.
+_ALLOWED_ATTRIBUTES = {
+    **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
+    "div": {"class"},
+    "span": {"class"},
+    "code": {"class"},
+    "pre": {"class"},
+}
+
+
+def markdown_render(text: str) -> SafeString:
+    """Render untrusted markdown; nh3 strips scripts, event handlers and unknown tags."""
+    html = markdown.markdown(
+        text or "", extensions=_MARKDOWN_EXTENSIONS, extension_configs=_MARKDOWN_CONFIG
+    )
+    return mark_safe(nh3.clean(html, attributes=_ALLOWED_ATTRIBUTES))
+
+
+def code_highlight(source: str) -> SafeString:
+    """Python source as class-based pygments HTML (styles in static/css/pygments.css)."""
+    formatter = HtmlFormatter(cssclass=PYGMENTS_CSS_CLASS, linenos=False)
+    return mark_safe(highlight(source or "", PythonLexer(), formatter))
+
+
+def pygments_css() -> str:
+    return HtmlFormatter(cssclass=PYGMENTS_CSS_CLASS).get_style_defs(f".{PYGMENTS_CSS_CLASS}")

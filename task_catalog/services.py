@@ -1,0 +1,424 @@
+"""Writes of the task catalog: loading packages from disk, new versions, export.
+
+What is measured (reference, expert, tolerances, forbidden ops, inplace, seeds
+and every workload) is hashed; a different hash makes a new `TaskVersion`, so
+results always keep the exact content they were measured against. What is read
+(title, statement, guidance, properties) is edited in place on the `Task`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.db.models import Max
+
+from evaluator.harness.formula import FormulaError, evaluate_formula
+from evaluator.harness.package import TaskPackageError, iter_task_dirs, load_task
+from evaluator.harness.spec import TaskSpec, WorkloadRole
+
+from .models import DesignProperty, Guidance, Level, Task, TaskVersion, Workload
+
+MEASURED_FIELDS = (
+    "reference_source",
+    "expert_source",
+    "tolerances",
+    "forbidden_ops",
+    "inplace",
+    "seeds",
+    "workloads",
+)
+WORKLOAD_FIELDS = (
+    "name",
+    "role",
+    "hidden",
+    "params",
+    "flops",
+    "bytes",
+    "flops_formula",
+    "bytes_formula",
+)
+
+
+class LoadAction:
+    CREATED = "created"
+    NEW_VERSION = "new version"
+    SWITCHED = "switched to an existing version"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class TaskLoadResult:
+    slug: str
+    action: str
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.slug}: {self.action} (v{self.version})"
+
+
+@dataclass
+class CatalogLoadReport:
+    directory: Path
+    results: list[TaskLoadResult] = field(default_factory=list)
+
+    def count(self, action: str) -> int:
+        return sum(1 for r in self.results if r.action == action)
+
+
+# --- measured content -------------------------------------------------------
+
+
+def measured_content_hash(*, measured: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of the measured content (key order irrelevant)."""
+    canonical = {key: measured[key] for key in MEASURED_FIELDS}
+    canonical["workloads"] = [
+        {key: w.get(key) for key in WORKLOAD_FIELDS} for w in measured["workloads"]
+    ]
+    canonical["forbidden_ops"] = list(canonical["forbidden_ops"])
+    payload = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _measured_from_spec(spec: TaskSpec) -> dict[str, Any]:
+    return {
+        "reference_source": spec.reference_source,
+        "expert_source": spec.expert_source,
+        "tolerances": {
+            dtype: {"atol": t.atol, "rtol": t.rtol, "rel_l2": t.rel_l2}
+            for dtype, t in spec.tolerances.items()
+        },
+        "forbidden_ops": list(spec.forbidden_ops),
+        "inplace": bool(spec.inplace),
+        "seeds": int(spec.seeds),
+        "workloads": [
+            {
+                "name": w.name,
+                "role": str(w.role),
+                "hidden": bool(w.hidden),
+                "params": dict(w.params),
+                "flops": float(w.flops),
+                "bytes": float(w.bytes),
+                "flops_formula": w.flops_formula,
+                "bytes_formula": w.bytes_formula,
+            }
+            for w in spec.workloads
+        ],
+    }
+
+
+def _measured_from_version(version: TaskVersion) -> dict[str, Any]:
+    return {
+        "reference_source": version.reference_source,
+        "expert_source": version.expert_source,
+        "tolerances": version.tolerances,
+        "forbidden_ops": list(version.forbidden_ops),
+        "inplace": version.inplace,
+        "seeds": version.seeds,
+        "workloads": [
+            {key: getattr(w, key) for key in WORKLOAD_FIELDS} for w in version.workloads.all()
+        ],
+    }
+
+
+def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A workload dict from the admin: formulas win over numbers, as on disk."""
+    unknown = set(raw) - set(WORKLOAD_FIELDS) - {"position"}
+    if unknown:
+        raise ValidationError(f"workload {raw.get('name')!r}: unknown fields {sorted(unknown)}")
+    try:
+        name, role, params = str(raw["name"]), WorkloadRole(raw["role"]), dict(raw["params"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValidationError(f"workload {raw!r} needs a name, a valid role and params") from exc
+    out: dict[str, Any] = {
+        "name": name,
+        "role": str(role),
+        "hidden": True if role is WorkloadRole.HIDDEN else bool(raw.get("hidden", False)),
+        "params": params,
+    }
+    for kind in ("flops", "bytes"):
+        formula = str(raw.get(f"{kind}_formula") or "")
+        try:
+            value = evaluate_formula(formula, params) if formula else float(raw.get(kind) or 0)
+        except (FormulaError, ValueError, TypeError) as exc:
+            raise ValidationError(f"workload {name}: {exc}") from exc
+        out[kind], out[f"{kind}_formula"] = float(value), formula
+    return out
+
+
+def _version_for(task: Task, measured: dict[str, Any]) -> tuple[TaskVersion, str]:
+    """The version holding `measured`, made (number + 1) when its hash is new."""
+    digest = measured_content_hash(measured=measured)
+    current = task.current_version
+    if current is not None and current.content_hash == digest:
+        return current, LoadAction.UNCHANGED
+    existing = task.versions.filter(content_hash=digest).first()
+    if existing is not None:
+        task.current_version = existing
+        task.save(update_fields=["current_version", "updated_at"])
+        return existing, LoadAction.SWITCHED
+
+    number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = TaskVersion(
+        task=task,
+        number=number,
+        content_hash=digest,
+        **{key: measured[key] for key in MEASURED_FIELDS if key != "workloads"},
+    )
+    version.full_clean()
+    version.save()
+    workloads = []
+    for position, raw in enumerate(measured["workloads"]):
+        workload = Workload(version=version, position=position, **raw)
+        # `params` may legitimately be {} (a KernelBench problem without parameters).
+        workload.full_clean(exclude=["version", "params"])
+        workloads.append(workload)
+    Workload.objects.bulk_create(workloads)
+    action = LoadAction.CREATED if current is None else LoadAction.NEW_VERSION
+    task.current_version = version
+    task.save(update_fields=["current_version", "updated_at"])
+    return version, action
+
+
+# --- read (unversioned) content ----------------------------------------------
+
+
+def _assign(instance: models.Model, values: Mapping[str, Any]) -> bool:
+    changed = False
+    for key, value in values.items():
+        if getattr(instance, key) != value:
+            setattr(instance, key, value)
+            changed = True
+    return changed
+
+
+def _upsert_children(
+    *, task: Task, model: type[models.Model], key: str, rows: Iterable[dict[str, Any]]
+) -> None:
+    existing = {getattr(obj, key): obj for obj in model.objects.filter(task=task)}
+    seen = set()
+    for values in rows:
+        seen.add(values[key])
+        obj = existing.get(values[key])
+        if obj is None:
+            obj = model(task=task, **values)
+        elif not _assign(obj, values):
+            continue
+        # Guidance text may be empty in a fresh package.
+        obj.full_clean(exclude=["text"])
+        obj.save()
+    stale = [obj.pk for k, obj in existing.items() if k not in seen]
+    if stale:
+        model.objects.filter(pk__in=stale).delete()
+
+
+def _task_upsert_from_spec(spec: TaskSpec) -> TaskLoadResult:
+    with transaction.atomic():
+        task = Task.objects.select_for_update().filter(slug=spec.slug).first()
+        values = {"title": spec.title, "category": spec.category, "statement": spec.statement}
+        if task is None:
+            task = Task(slug=spec.slug, **values)
+            task.full_clean(exclude=["statement"])
+            task.save()
+        elif _assign(task, values):
+            task.full_clean(exclude=["statement", "current_version"])
+            task.save()
+        version, action = _version_for(task, _measured_from_spec(spec))
+        _upsert_children(
+            task=task,
+            model=Guidance,
+            key="level",
+            rows=(
+                {
+                    "level": str(g.level),
+                    "text": g.text,
+                    "depends_on": [str(d) for d in g.depends_on],
+                }
+                for g in spec.guidance
+            ),
+        )
+        _upsert_children(
+            task=task,
+            model=DesignProperty,
+            key="key",
+            rows=(
+                {
+                    "key": p.key,
+                    "level": str(p.level),
+                    "title": p.title,
+                    "description": p.description,
+                    "weight": p.weight,
+                    "depends_on": list(p.depends_on),
+                    "detector": dict(p.detector),
+                    "position": position,
+                }
+                for position, p in enumerate(spec.properties)
+            ),
+        )
+    return TaskLoadResult(slug=spec.slug, action=action, version=version.number)
+
+
+# --- public services -----------------------------------------------------------
+
+
+def catalog_load(*, directory: Path) -> CatalogLoadReport:
+    """Upsert every task folder of `directory`; idempotent.
+
+    Every package is parsed before anything is written, so a broken folder
+    (TaskPackageError) leaves the database as it was.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise TaskPackageError(f"{directory}: no such catalog directory")
+    specs = [load_task(path) for path in iter_task_dirs(directory)]
+    report = CatalogLoadReport(directory=directory)
+    for spec in specs:
+        report.results.append(_task_upsert_from_spec(spec))
+    return report
+
+
+def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, Any]:
+    """The complete, normalised measured content after an edit; ValidationError if invalid.
+
+    Fields not given are copied from the task's current version. Writes nothing.
+    """
+    unknown = set(measured_fields) - set(MEASURED_FIELDS)
+    if unknown:
+        raise ValidationError(f"not measured content: {sorted(unknown)}")
+    current = TaskVersion.objects.filter(pk=task.current_version_id).first()
+    if current is not None:
+        measured = _measured_from_version(current)
+    else:
+        measured = {
+            "reference_source": "",
+            "expert_source": "",
+            "tolerances": {},
+            "forbidden_ops": [],
+            "inplace": False,
+            "seeds": 3,
+            "workloads": [],
+        }
+    measured.update(measured_fields)
+    if not isinstance(measured["workloads"], list | tuple):
+        raise ValidationError("workloads must be a list")
+    measured["workloads"] = [_workload_normalize(w) for w in measured["workloads"]]
+    if not isinstance(measured["forbidden_ops"], list | tuple):
+        raise ValidationError("forbidden_ops must be a list of aten op names")
+    measured["forbidden_ops"] = [str(op) for op in measured["forbidden_ops"]]
+    _tolerances_check(measured["tolerances"])
+    names = [w["name"] for w in measured["workloads"]]
+    if len(names) != len(set(names)):
+        raise ValidationError(f"workload names must be unique, got {names}")
+    if not measured["reference_source"].strip():
+        raise ValidationError("a version needs a reference.py source")
+    return measured
+
+
+def task_version_update(*, task: Task, **measured_fields: Any) -> TaskVersion:
+    """Edit measured content: a changed hash makes a new current version.
+
+    Fields not given are copied from the current version; `workloads` is a list
+    of dicts (name, role, hidden, params, flops/bytes or their formulas). Older
+    versions, and the submissions pointing at them, are never touched. The same
+    content returns the current version unchanged.
+    """
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        measured = task_version_validate(task=task, **measured_fields)
+        version, _ = _version_for(task, measured)
+    return version
+
+
+def _tolerances_check(tolerances: Any) -> None:
+    if not isinstance(tolerances, dict) or "default" not in tolerances:
+        raise ValidationError("tolerances need a 'default' entry (atol, rtol, rel_l2)")
+    for dtype, entry in tolerances.items():
+        if not isinstance(entry, dict) or set(entry) != {"atol", "rtol", "rel_l2"}:
+            raise ValidationError(f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2")
+        if not all(isinstance(v, int | float) and v >= 0 for v in entry.values()):
+            raise ValidationError(f"tolerances[{dtype!r}] values must be non-negative numbers")
+
+
+def task_version_write_package(*, version: TaskVersion, directory: Path) -> Path:
+    """Write `version` (and its task's read content) as directory/<slug>/ on disk."""
+    task = version.task
+    folder = Path(directory) / task.slug
+    (folder / "guidance").mkdir(parents=True, exist_ok=True)
+    workloads = list(version.workloads.all())
+    guidance = {g.level: g for g in task.guidance.all()}
+    meta: dict[str, Any] = {
+        "slug": task.slug,
+        "title": task.title,
+        "category": task.category,
+        "seeds": version.seeds,
+        "inplace": version.inplace,
+        "forbidden_ops": list(version.forbidden_ops),
+        "tolerances": version.tolerances,
+        "workloads": [_workload_toml(w) for w in workloads if w.role == Workload.Role.TIMED],
+        "hidden": [_workload_toml(w) for w in workloads if w.role == Workload.Role.HIDDEN],
+        "checks": [
+            {**_workload_toml(w), "hidden": w.hidden}
+            for w in workloads
+            if w.role == Workload.Role.CHECK
+        ],
+        "guidance": {
+            level: {"depends_on": list(guidance[level].depends_on)}
+            for level in Level.values
+            if level in guidance
+        },
+        "properties": [
+            {
+                "key": p.key,
+                "level": p.level,
+                "title": p.title,
+                "description": p.description,
+                "weight": p.weight,
+                "depends_on": list(p.depends_on),
+                "detector": p.detector or {"kind": "manual"},
+            }
+            for p in task.properties.all()
+        ],
+    }
+    if not meta["hidden"]:
+        del meta["hidden"]
+    (folder / "task.toml").write_text(tomli_w.dumps(meta))
+    (folder / "statement.md").write_text(task.statement)
+    (folder / "reference.py").write_text(version.reference_source)
+    (folder / "expert.py").write_text(version.expert_source)
+    for level in Level.values:
+        text = guidance[level].text if level in guidance else ""
+        (folder / "guidance" / f"{level}.md").write_text(text)
+    return folder
+
+
+def _workload_toml(workload: Workload) -> dict[str, Any]:
+    return {
+        "name": workload.name,
+        "params": workload.params,
+        "flops": workload.flops_formula or workload.flops,
+        "bytes": workload.bytes_formula or workload.bytes,
+    }
+
+
+def catalog_export(*, directory: Path) -> list[Path]:
+    """Write every task's current version as a package under `directory`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tasks = (
+        Task.objects.filter(current_version__isnull=False)
+        .select_related("current_version")
+        .prefetch_related("current_version__workloads", "guidance", "properties")
+    )
+    folders = []
+    for task in tasks:
+        version = task.current_version
+        version.task = task  # keeps the prefetched guidance and properties
+        folders.append(task_version_write_package(version=version, directory=directory))
+    return folders

@@ -1,0 +1,29 @@
+"""Fixtures shared by the test suite (each engineer appends a section)."""
+
+# --- submissions / evaluator (engineer B) --------------------------------------------
+
+import pytest
+
+from tests.evaluator.fake_cli import FakeCli
+
+
+@pytest.fixture
+def fake_cli(tmp_path, settings) -> FakeCli:
+    cli = FakeCli.install(tmp_path / "fake-cli")
+    settings.D2K_EVALUATOR_PYTHON = str(cli.script)
+    settings.D2K_EVALUATOR_MODE = "interpret"
+    return cli
+
+
+@pytest.fixture
+def eval_task_version(db):
+    """A current task version with two check workloads (one hidden) and one timed workload."""
+    from tests.factories import TaskVersionFactory, WorkloadFactory
+
+    version = TaskVersionFactory(task__slug="row_softmax", task__title="Row-wise softmax")
+    WorkloadFactory(version=version, name="check_small", role="check", position=0)
+    WorkloadFactory(
+        version=version, name="check_hidden_tail", role="check", hidden=True, position=1
+    )
+    WorkloadFactory(version=version, name="bf16_big", role="timed", position=2)
+    return version

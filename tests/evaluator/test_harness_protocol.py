@@ -1,0 +1,73 @@
+import pytest
+
+from evaluator.harness.protocol import collect, expected_sequence
+
+PLAN = {
+    "fingerprint_seed": 1,
+    "workloads": [
+        {"name": "a", "seeds": [11, 12], "timed": True},
+        {"name": "b", "seeds": [21, 22], "timed": False},
+    ],
+}
+
+
+def honest_messages():
+    msgs = []
+    for event, name, tag in expected_sequence(PLAN):
+        msg = {"event": event}
+        if name:
+            msg["workload"] = name
+        if event == "output":
+            index = int(tag.rstrip("r"))
+            seed = next(w for w in PLAN["workloads"] if w["name"] == name)["seeds"][index]
+            msg.update(tag=tag, seed=seed, file=f"{name}.{tag}.pt")
+        msgs.append(msg)
+    return [(float(i), m) for i, m in enumerate(msgs)]
+
+
+def test_an_honest_sequence_is_accepted_without_flags():
+    seen = collect(honest_messages(), PLAN)
+    assert seen.done and seen.started and not seen.flags
+    assert [m["tag"] for m in seen.outputs["a"]] == ["0", "0r", "1"]
+    assert seen.batches["a"]["host_ms"] == pytest.approx(1000.0)
+
+
+@pytest.mark.parametrize(
+    ("forge", "fragment"),
+    [
+        (lambda m: [*m, (99.0, {"event": "done"})], "after the end"),
+        (lambda m: [*m[:2], (2.0, {"event": "done"})], "expected 'output'"),
+        (lambda m: [m[0], m[1], (2.0, {**m[2][1], "seed": 999}), *m[3:]], "seed"),
+        (lambda m: [m[0], m[1], (2.0, {**m[2][1], "file": "../x.pt"}), *m[3:]], "names the file"),
+        (lambda m: [m[0], m[1], (2.0, {**m[2][1], "workload": "b"}), *m[3:]], "expected 'a'"),
+        (
+            lambda m: [*m[:-1], (50.0, {"event": "timing", "workload": "a"}), m[-1]],
+            "expected 'done'",
+        ),
+    ],
+)
+def test_forged_or_out_of_order_messages_are_flagged(forge, fragment):
+    seen = collect(forge(honest_messages()), PLAN)
+    checks = [f for f in seen.flags if f["check"] == "result_channel"]
+    assert checks and fragment in checks[0]["detail"]
+
+
+def test_an_error_ends_the_sequence_and_is_kept():
+    msgs = [*honest_messages()[:3], (3.0, {"event": "error", "kind": "runtime_error"})]
+    seen = collect(msgs, PLAN)
+    assert seen.error["kind"] == "runtime_error" and not seen.flags and not seen.done
+
+
+def test_malformed_lines_are_flagged():
+    seen = collect(honest_messages(), PLAN, bad_messages=2)
+    assert any("2 malformed" in f["detail"] for f in seen.flags)
+
+
+def test_informational_events_become_flags_wherever_they_appear():
+    msgs = honest_messages()
+    msgs.insert(3, (2.5, {"event": "patched", "phase": "import", "names": ["time.perf_counter"]}))
+    seen = collect(msgs, PLAN)
+    assert seen.done
+    assert seen.flags == [
+        {"check": "monkeypatch", "detail": "changed during import: time.perf_counter"}
+    ]

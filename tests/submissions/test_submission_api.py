@@ -1,0 +1,165 @@
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from submissions.models import Submission
+from tests.factories import (
+    EvaluationFactory,
+    SubmissionFactory,
+    UserFactory,
+    WorkloadResultFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
+LIST = reverse("submission-api-list")
+
+
+def detail_url(pk):
+    return reverse("submission-api-detail", args=[pk])
+
+
+@pytest.fixture
+def user():
+    return UserFactory()
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def test_multipart_upload_is_201_with_the_queued_submission(api, user, eval_task_version):
+    file = SimpleUploadedFile("fast.py", SOURCE.encode())
+    response = api.post(LIST, {"task": "row_softmax", "file": file}, format="multipart")
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    submission = Submission.objects.get()
+    assert body["id"] == submission.pk
+    assert body["task"] == "row_softmax"
+    assert body["task_version"] == eval_task_version.number
+    assert body["owner"] == user.username
+    assert body["filename"] == "fast.py"
+    assert body["sha256"] == Submission.digest(SOURCE)
+    assert body["evaluation"]["status"] == "queued"
+    assert body["evaluation"]["is_finished"] is False
+
+
+def test_json_upload_is_201_and_may_be_private(api, eval_task_version):
+    response = api.post(
+        LIST,
+        {"task": "row_softmax", "source": SOURCE, "filename": "x.py", "is_public": False},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    submission = Submission.objects.get()
+    assert (submission.filename, submission.source, submission.is_public) == ("x.py", SOURCE, False)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "message"),
+    [
+        ({"task": "nope", "source": SOURCE}, "task", "Unknown task 'nope'."),
+        ({"task": "row_softmax", "source": ""}, "source", "The file is empty."),
+        ({"task": "row_softmax", "source": "#" * 500}, "source", "the limit is 200 bytes"),
+        ({"task": "row_softmax"}, "non_field_errors", "either a `file`"),
+        (
+            {"task": "row_softmax", "source": "x", "file": b"x"},
+            "non_field_errors",
+            "either a `file`",
+        ),
+        ({"task": "row_softmax", "file": b"\x00\x01binary"}, "source", "looks binary"),
+        ({"task": "row_softmax", "file": b"#" * 500}, "source", "the limit is 200 bytes"),
+        ({"task": "row_softmax", "file": b""}, "file", "empty"),
+        ({"source": SOURCE}, "task", "required"),
+    ],
+)
+def test_bad_uploads_are_400_with_a_clear_message(
+    api, eval_task_version, settings, payload, field, message
+):
+    settings.D2K_MAX_UPLOAD_BYTES = 200
+    if "file" in payload:
+        payload = {**payload, "file": SimpleUploadedFile("k.py", payload["file"])}
+    response = api.post(LIST, payload, format="multipart")
+    assert response.status_code == 400
+    assert message in " ".join(response.json()[field])
+    assert not Submission.objects.exists()
+
+
+def test_upload_without_credentials_is_401(eval_task_version):
+    response = APIClient().post(LIST, {"task": "row_softmax", "source": SOURCE}, format="json")
+    assert response.status_code == 401
+
+
+def test_a_wrong_token_is_401(eval_task_version):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert client.get(LIST).status_code == 401
+
+
+def test_list_is_only_the_callers_own(api, user):
+    mine = SubmissionFactory(owner=user)
+    EvaluationFactory(submission=mine, status="correct")
+    SubmissionFactory()
+    body = APIClient().get(LIST)
+    assert body.status_code == 401
+    body = api.get(LIST).json()
+    assert body["count"] == 1
+    assert body["results"][0]["id"] == mine.pk
+    assert body["results"][0]["status"] == "correct"
+    assert "source" not in body["results"][0]
+
+
+def test_detail_has_the_latest_evaluation_with_its_workloads(api, user, django_assert_num_queries):
+    evaluation = EvaluationFactory(
+        submission__owner=user, status="correct", environment={"device": "NVIDIA H200"}
+    )
+    WorkloadResultFactory(evaluation=evaluation, name="bf16_8192x1024", sol_fraction=0.5)
+    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
+
+    with django_assert_num_queries(4):  # token+user, submission, evaluation, its results
+        response = api.get(detail_url(evaluation.submission.pk))
+
+    body = response.json()
+    assert response.status_code == 200
+    assert body["source"] == evaluation.submission.source
+    assert body["evaluation"]["status"] == "correct"
+    assert body["evaluation"]["environment"] == {"device": "NVIDIA H200"}
+    results = body["evaluation"]["results"]
+    assert [r["name"] for r in results] == ["bf16_8192x1024", "hidden workload 1"]
+    assert results[0]["sol_fraction"] == 0.5
+    assert results[0]["speedup"] == 2.0
+
+
+def test_detail_of_a_public_submission_is_open_to_anyone():
+    submission = SubmissionFactory(is_public=True)
+    response = APIClient().get(detail_url(submission.pk))
+    assert response.status_code == 200
+    assert response.json()["evaluation"] is None
+
+
+def test_detail_of_someone_elses_private_submission_is_404(api):
+    submission = SubmissionFactory(is_public=False)
+    assert api.get(detail_url(submission.pk)).status_code == 404
+    assert APIClient().get(detail_url(submission.pk)).status_code == 404
+
+
+def test_staff_see_private_submissions_and_hidden_names(user):
+    evaluation = EvaluationFactory(submission__is_public=False)
+    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
+    client = APIClient()
+    client.force_authenticate(UserFactory(is_staff=True))
+    body = client.get(detail_url(evaluation.submission.pk)).json()
+    assert body["evaluation"]["results"][0]["name"] == "hidden_big"
+
+
+def test_the_schema_documents_the_submission_endpoints(client):
+    response = client.get(reverse("api-schema"))
+    assert response.status_code == 200
+    assert b"/api/submissions/{id}/" in response.content

@@ -1,0 +1,108 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+
+from task_catalog.models import Task, TaskVersion
+from task_catalog.services import catalog_load
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> Task:
+    shutil.copytree(settings.BASE_DIR / "catalog" / "row_softmax", tmp_path / "row_softmax")
+    catalog_load(directory=tmp_path)
+    return Task.objects.get()
+
+
+@pytest.fixture
+def admin_client(client):
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    return client
+
+
+def test_task_change_page_previews_guidance_as_markdown(admin_client, task):
+    task.guidance.filter(level="L1").update(text="Use **exp2**.<script>x()</script>")
+    response = admin_client.get(reverse("admin:task_catalog_task_change", args=[task.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<strong>exp2</strong>" in html
+    assert "<script>x()" not in html
+
+
+def test_task_version_change_page_is_read_only(admin_client, task):
+    url = reverse("admin:task_catalog_taskversion_change", args=[task.current_version.pk])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b"bf16_8192x1024" in response.content
+    assert b'name="reference_source"' not in response.content
+    admin_client.post(url, {"reference_source": "changed"})
+    task.current_version.refresh_from_db()
+    assert task.current_version.reference_source != "changed"
+
+
+def test_new_version_form_is_prefilled_from_the_current_version(admin_client, task):
+    url = reverse("admin:task_catalog_taskversion_add") + f"?task={task.pk}"
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b"hidden_fp32_1x1" in response.content  # workloads JSON
+
+
+def new_version_data(task: Task, **changes) -> dict:
+    version = task.current_version
+    data = {
+        "task": task.pk,
+        "reference_source": version.reference_source,
+        "expert_source": version.expert_source,
+        "tolerances": json.dumps(version.tolerances),
+        "forbidden_ops": json.dumps(version.forbidden_ops),
+        "inplace": "",
+        "seeds": version.seeds,
+        "workloads": json.dumps(
+            [
+                {
+                    k: getattr(w, k)
+                    for k in (
+                        "name",
+                        "role",
+                        "hidden",
+                        "params",
+                        "flops_formula",
+                        "bytes_formula",
+                        "flops",
+                        "bytes",
+                    )
+                }
+                for w in version.workloads.all()
+            ]
+        ),
+    }
+    data.update(changes)
+    return data
+
+
+def test_new_version_form_makes_a_new_version_through_the_service(admin_client, task):
+    old = task.current_version
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        new_version_data(task, reference_source=old.reference_source + "\n# v2\n"),
+    )
+    assert response.status_code == 302
+    task.refresh_from_db()
+    assert task.current_version.number == 2
+    assert task.current_version.workloads.count() == old.workloads.count()
+
+
+def test_new_version_form_reports_invalid_content(admin_client, task):
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        new_version_data(task, tolerances=json.dumps({"fp32": {"atol": 1}})),
+    )
+    assert response.status_code == 200
+    assert b"default" in response.content
+    assert TaskVersion.objects.count() == 1

@@ -1,0 +1,94 @@
+import pytest
+
+from task_catalog.models import Workload
+from tests.factories import (
+    DesignPropertyFactory,
+    EvaluationFactory,
+    GuidanceFactory,
+    SubmissionFactory,
+    TaskVersionFactory,
+    UserFactory,
+    WorkloadFactory,
+    WorkloadResultFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def task():
+    version = TaskVersionFactory(task__slug="row_softmax", task__category="normalization")
+    WorkloadFactory(version=version, name="timed_a", flops=10, bytes=20)
+    WorkloadFactory(version=version, name="hidden_a", role=Workload.Role.HIDDEN)
+    WorkloadFactory(version=version, name="check_a", role=Workload.Role.CHECK)
+    WorkloadFactory(version=version, name="check_hidden", role=Workload.Role.CHECK, hidden=True)
+    GuidanceFactory(task=version.task, level="L2", depends_on=["L1"], text="Tile it.")
+    DesignPropertyFactory(task=version.task, key="tiling", level="L2")
+    return version.task
+
+
+def test_task_list(client, task):
+    response = client.get("/api/tasks/")
+    assert response.status_code == 200
+    [row] = response.json()["results"]
+    assert row["slug"] == "row_softmax"
+    assert row["version"] == task.current_version.number
+    assert row["timed_workloads"] == 1
+    assert row["url"].endswith("/api/tasks/row_softmax/")
+
+
+def test_task_list_filters_by_category(client, task):
+    assert client.get("/api/tasks/?category=gemm").json()["results"] == []
+
+
+def test_task_detail_has_public_workloads_guidance_and_properties(client, task):
+    data = client.get("/api/tasks/row_softmax/").json()
+
+    assert data["statement"] == task.statement
+    assert data["version"] == task.current_version.number
+    assert [w["name"] for w in data["workloads"]] == ["timed_a", "check_a"]
+    assert data["workloads"][0]["flops"] == 10 and data["workloads"][0]["bytes"] == 20
+    assert data["guidance"] == [{"level": "L2", "text": "Tile it.", "depends_on": ["L1"]}]
+    assert data["properties"][0]["key"] == "tiling"
+
+
+def test_task_detail_never_contains_hidden_workloads(client, task):
+    body = client.get("/api/tasks/row_softmax/").content.decode()
+    assert "hidden_a" not in body and "check_hidden" not in body
+
+
+def test_task_detail_unknown_slug_is_404(client):
+    assert client.get("/api/tasks/nope/").status_code == 404
+
+
+def test_api_is_read_only(client, task):
+    assert client.post("/api/tasks/", {}).status_code in (401, 403, 405)
+
+
+def test_schema_and_docs_work_without_a_cdn(client):
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    assert b"/api/tasks/{slug}/" in schema.content
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    assert b"cdn." not in docs.content and b"unpkg" not in docs.content
+    assert b"drf_spectacular_sidecar" in docs.content
+
+
+def test_task_ranking(client, task):
+    submission = SubmissionFactory(
+        owner=UserFactory(username="alice"), task=task, task_version=task.current_version
+    )
+    evaluation = EvaluationFactory(submission=submission)
+    WorkloadResultFactory(evaluation=evaluation, name="timed_a", speedup=2.5)
+    EvaluationFactory(submission=submission, mode="interpret")
+
+    data = client.get("/api/tasks/row_softmax/ranking/").json()
+
+    assert len(data) == 1
+    assert data[0]["owner"] == "alice" and data[0]["speedup"] == 2.5
+    assert data[0]["workload_speedups"] == {"timed_a": 2.5}
+
+
+def test_task_ranking_unknown_slug_is_404(client):
+    assert client.get("/api/tasks/nope/ranking/").status_code == 404

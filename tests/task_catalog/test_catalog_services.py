@@ -1,0 +1,232 @@
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from evaluator.harness.package import TaskPackageError, load_task
+from task_catalog.models import DesignProperty, Guidance, Task, TaskVersion, Workload
+from task_catalog.services import (
+    LoadAction,
+    catalog_export,
+    catalog_load,
+    task_version_update,
+    task_version_write_package,
+)
+from tests.factories import SubmissionFactory
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = Path(settings.BASE_DIR) / "catalog" / "row_softmax"
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    directory = tmp_path / "catalog"
+    shutil.copytree(SOURCE, directory / "row_softmax")
+    return directory
+
+
+def load(directory: Path) -> dict[str, str]:
+    return {r.slug: r.action for r in catalog_load(directory=directory).results}
+
+
+def test_load_creates_task_version_workloads_guidance_and_properties(catalog):
+    assert load(catalog) == {"row_softmax": LoadAction.CREATED}
+
+    spec = load_task(catalog / "row_softmax")
+    task = Task.objects.get(slug="row_softmax")
+    version = task.current_version
+    assert version.number == 1
+    assert version.reference_source == spec.reference_source
+    assert version.tolerances["bfloat16"] == {"atol": 1e-3, "rtol": 1.6e-2, "rel_l2": 8e-3}
+    assert [w.name for w in version.workloads.all()] == [w.name for w in spec.workloads]
+    hidden = version.workloads.get(name="hidden_fp32_1x1")
+    assert (hidden.role, hidden.hidden) == (Workload.Role.HIDDEN, True)
+    assert version.workloads.get(name="bf16_8192x1024").bytes == 2 * 8192 * 1024 * 2
+    assert sorted(g.level for g in task.guidance.all()) == ["L1", "L2", "L3"]
+    assert task.guidance.get(level="L3").depends_on == ["L1", "L2"]
+    assert task.properties.count() == len(spec.properties)
+
+
+def test_load_is_idempotent(catalog):
+    load(catalog)
+    stamps = {
+        "task": Task.objects.get().updated_at,
+        "guidance": sorted(Guidance.objects.values_list("updated_at", flat=True)),
+        "properties": sorted(DesignProperty.objects.values_list("updated_at", flat=True)),
+    }
+
+    assert load(catalog) == {"row_softmax": LoadAction.UNCHANGED}
+
+    assert TaskVersion.objects.count() == 1
+    assert stamps == {
+        "task": Task.objects.get().updated_at,
+        "guidance": sorted(Guidance.objects.values_list("updated_at", flat=True)),
+        "properties": sorted(DesignProperty.objects.values_list("updated_at", flat=True)),
+    }
+
+
+def test_reference_edit_makes_a_new_version_and_keeps_the_old_one(catalog):
+    load(catalog)
+    old = Task.objects.get().current_version
+    submission = SubmissionFactory(task_version=old, task=old.task)
+    reference = catalog / "row_softmax" / "reference.py"
+    reference.write_text(reference.read_text() + "\n# edited\n")
+
+    assert load(catalog) == {"row_softmax": LoadAction.NEW_VERSION}
+
+    task = Task.objects.get()
+    assert task.current_version.number == 2
+    assert task.current_version.reference_source.endswith("# edited\n")
+    assert task.current_version.workloads.count() == old.workloads.count()
+    old.refresh_from_db()
+    assert "# edited" not in old.reference_source
+    submission.refresh_from_db()
+    assert submission.task_version_id == old.pk
+
+
+def test_workload_edit_makes_a_new_version(catalog):
+    load(catalog)
+    toml = catalog / "row_softmax" / "task.toml"
+    toml.write_text(toml.read_text().replace("rows = 8192,", "rows = 16384,"))
+
+    assert load(catalog) == {"row_softmax": LoadAction.NEW_VERSION}
+
+
+def test_reverting_returns_to_the_existing_version(catalog):
+    load(catalog)
+    reference = catalog / "row_softmax" / "reference.py"
+    original = reference.read_text()
+    reference.write_text(original + "\n# edited\n")
+    load(catalog)
+    reference.write_text(original)
+
+    assert load(catalog) == {"row_softmax": LoadAction.SWITCHED}
+    assert Task.objects.get().current_version.number == 1
+    assert TaskVersion.objects.count() == 2
+
+
+def test_guidance_and_property_edits_change_no_version(catalog):
+    load(catalog)
+    (catalog / "row_softmax" / "guidance" / "L2.md").write_text("New L2 text.\n")
+    (catalog / "row_softmax" / "statement.md").write_text("New statement.\n")
+    toml = catalog / "row_softmax" / "task.toml"
+    text = toml.read_text()
+    start = text.index('[[properties]]\nkey = "warps_sized_to_row"')
+    toml.write_text(text[:start])  # drops the last property
+
+    assert load(catalog) == {"row_softmax": LoadAction.UNCHANGED}
+
+    task = Task.objects.get()
+    assert TaskVersion.objects.count() == 1
+    assert task.statement == "New statement.\n"
+    assert task.guidance.get(level="L2").text == "New L2 text.\n"
+    assert not task.properties.filter(key="warps_sized_to_row").exists()
+
+
+def test_broken_package_raises_and_writes_nothing(catalog):
+    broken = catalog / "zz_broken"
+    broken.mkdir()
+    (broken / "task.toml").write_text('slug = "zz_broken"\n')
+
+    with pytest.raises(TaskPackageError):
+        catalog_load(directory=catalog)
+
+    assert not Task.objects.exists()
+
+
+def test_missing_directory_raises_a_package_error(tmp_path):
+    with pytest.raises(TaskPackageError, match="no such catalog directory"):
+        catalog_load(directory=tmp_path / "nope")
+
+
+def test_written_package_loads_back_to_an_equivalent_spec(catalog, tmp_path):
+    load(catalog)
+    version = Task.objects.get().current_version
+
+    folder = task_version_write_package(version=version, directory=tmp_path / "out")
+
+    assert folder == tmp_path / "out" / "row_softmax"
+    original = load_task(catalog / "row_softmax")
+    again = load_task(folder)
+    assert again.__class__ is original.__class__
+    fields = set(original.__dataclass_fields__) - {"directory"}
+    for name in fields:
+        assert getattr(again, name) == getattr(original, name), name
+
+
+def test_export_writes_every_current_version(catalog, tmp_path):
+    load(catalog)
+
+    folders = catalog_export(directory=tmp_path / "export")
+
+    assert [f.name for f in folders] == ["row_softmax"]
+    assert load(tmp_path / "export") == {"row_softmax": LoadAction.UNCHANGED}
+
+
+def test_version_update_with_new_reference_makes_a_new_version(catalog):
+    load(catalog)
+    task = Task.objects.get()
+    old = task.current_version
+
+    version = task_version_update(task=task, reference_source="class Model: ...\n")
+
+    assert version.number == 2
+    task.refresh_from_db()
+    assert task.current_version == version
+    assert version.workloads.count() == old.workloads.count()
+    assert version.tolerances == old.tolerances
+    old.refresh_from_db()
+    assert old.reference_source != "class Model: ...\n"
+
+
+def test_version_update_with_same_content_returns_the_current_version(catalog):
+    load(catalog)
+    task = Task.objects.get()
+
+    version = task_version_update(task=task, seeds=task.current_version.seeds)
+
+    assert version == task.current_version
+    assert TaskVersion.objects.count() == 1
+
+
+def test_version_update_computes_workload_counts_from_formulas(catalog):
+    load(catalog)
+    task = Task.objects.get()
+    workloads = [
+        {
+            "name": "one",
+            "role": "timed",
+            "params": {"rows": 2, "cols": 3, "dtype": "float32"},
+            "flops_formula": "5 * rows * cols",
+            "bytes_formula": "2 * rows * cols * esize",
+        },
+        {"name": "h", "role": "hidden", "params": {"rows": 1, "cols": 1, "dtype": "float32"}},
+    ]
+
+    version = task_version_update(task=task, workloads=workloads)
+
+    one, hidden = version.workloads.all()
+    assert (one.flops, one.bytes) == (30.0, 48.0)
+    assert hidden.hidden is True
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"tolerances": {"bfloat16": {"atol": 1, "rtol": 1, "rel_l2": 1}}}, "default"),
+        ({"workloads": [{"name": "x", "role": "bogus", "params": {}}]}, "valid role"),
+        (
+            {"workloads": [{"name": "x", "role": "timed", "params": {}, "flops_formula": "os"}]},
+            "unknown name",
+        ),
+        ({"colour": "red"}, "not measured content"),
+    ],
+)
+def test_version_update_rejects_invalid_content(catalog, fields, message):
+    load(catalog)
+    with pytest.raises(ValidationError, match=message):
+        task_version_update(task=Task.objects.get(), **fields)
+    assert TaskVersion.objects.count() == 1
