@@ -164,6 +164,7 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
     sub_ms, ref_ms = list(map(float, msg["sub_ms"])), list(map(float, msg["ref_ms"]))
     med, iqr, low = summarize(sub_ms)
     ref_med, ref_iqr, _ = summarize(ref_ms)
+    batch = seen.batches.get(spec.name)
     measurement = Measurement(
         median_ms=med,
         iqr_ms=iqr,
@@ -175,6 +176,7 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
         cold_start_ms=_cold_start_ms(seen, spec.name),
         sub_deciles=tuple(_deciles(sub_ms)),
         ref_deciles=tuple(_deciles(ref_ms)),
+        back_to_back_ms=float(batch["event_ms"]) / int(batch["calls"]) if batch else None,
     )
     # Re-check outputs of timed calls picked now, at random.
     rng = secrets.SystemRandom()
@@ -193,7 +195,6 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
                     "computed on every call from that call's inputs)"
                 ),
             )
-    batch = seen.batches.get(spec.name)
     if batch:
         host, device = float(batch["host_ms"]), float(batch["event_ms"])
         if host > device * BATCH_SLACK_RATIO + BATCH_SLACK_MS:

@@ -136,6 +136,8 @@ class Measurement:
     # Minimum, deciles and maximum of the per-call times, for the spread.
     sub_deciles: tuple[float, ...] = ()
     ref_deciles: tuple[float, ...] = ()
+    # Per call over a back-to-back batch without flushes: includes launch overhead.
+    back_to_back_ms: float | None = None
 
     @property
     def speedup(self) -> float:

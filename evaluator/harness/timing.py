@@ -19,14 +19,21 @@ import torch
 CUDA_LIMIT_PERSISTING_L2 = 0x06
 
 
+# How long the GPU is kept busy after the flush, so that the host has queued
+# the timed call before the start event fires: the events then measure the
+# kernels, not Python launch overhead (which the back-to-back batch shows).
+LAUNCH_COVER_US = 200.0
+
+
 class L2Flusher:
-    """Evicts the L2 cache by writing a buffer twice its size."""
+    """Evicts the L2 cache by writing a buffer twice its size, then covers the launch."""
 
     def __init__(self, device: torch.device):
         props = torch.cuda.get_device_properties(device)
         size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 256 * 1024 * 1024)
         self.buffer = torch.empty(size, dtype=torch.uint8, device=device)
         self._cudart = _load_cudart()
+        self.sleep_cycles = _cycles_for(LAUNCH_COVER_US)
 
     def flush(self) -> None:
         # Reset lines a submission may have marked persisting with an access
@@ -35,6 +42,7 @@ class L2Flusher:
             self._cudart.cudaCtxResetPersistingL2Cache()
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
         self.buffer.zero_()
+        torch.cuda._sleep(self.sleep_cycles)
 
     @property
     def resets_persisting_lines(self) -> bool:
@@ -47,6 +55,19 @@ class L2Flusher:
         value = ctypes.c_size_t(0)
         self._cudart.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2)
         return int(value.value)
+
+
+def _cycles_for(microseconds: float) -> int:
+    """GPU clock cycles that torch.cuda._sleep spins for about `microseconds`."""
+    probe = 1_000_000
+    torch.cuda._sleep(probe)  # warm-up
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(probe)
+    end.record()
+    end.synchronize()
+    per_us = probe / max(start.elapsed_time(end) * 1e3, 1e-3)
+    return int(per_us * microseconds)
 
 
 def _load_cudart() -> ctypes.CDLL | None:
