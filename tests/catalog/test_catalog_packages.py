@@ -1,0 +1,118 @@
+"""Every task package in catalog/ is complete, its detectors are tested, its expert is correct."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness.detectors import detect
+from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from evaluator.harness.spec import Level, Mode, WorkloadRole
+
+ROOT = Path(__file__).resolve().parents[2]
+NEGATIVES = ROOT / "tests" / "catalog" / "negatives"
+TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
+
+# Timed workloads per task, from CATALOG.md.
+CATALOG_COUNTS = {
+    "row_softmax": 3,
+    "layernorm_fwd": 3,
+    "rmsnorm_residual": 4,
+    "gemm_bf16": 4,
+    "gemm_bias_gelu": 3,
+    "flash_attention_fwd": 4,
+    "flash_decoding": 4,
+    "paged_attention_decode": 3,
+    "rotary_embedding": 3,
+    "cross_entropy_fwd": 3,
+    "topk_rows": 3,
+    "prefix_scan": 3,
+    "histogram": 3,
+    "transpose_2d": 3,
+    "reduction_sum": 3,
+    "grouped_gemm_moe": 4,
+    "moe_permute": 3,
+    "fp8_gemm_blockscale": 3,
+    "w4a16_gemv": 4,
+    "selective_scan": 3,
+    "conv2d_implicit_gemm": 4,
+    "causal_conv1d": 3,
+    "spmm_csr": 3,
+    "layernorm_bwd": 3,
+    "swiglu_fused": 3,
+    "fused_adamw": 3,
+}
+
+
+@pytest.fixture(scope="module", params=TASKS)
+def task(request):
+    return load_task(DEFAULT_CATALOG_DIR / request.param)
+
+
+def test_the_catalog_has_the_first_thirteen_tasks():
+    first = list(CATALOG_COUNTS)[:13]
+    assert set(first) <= set(TASKS)
+
+
+def test_workloads_match_the_catalog_and_have_counts(task):
+    timed = [w for w in task.workloads if w.role is WorkloadRole.TIMED]
+    assert len(timed) == CATALOG_COUNTS[task.slug]
+    assert all(w.flops >= 0 and w.bytes > 0 for w in timed)
+    assert any(w.role is WorkloadRole.HIDDEN for w in task.workloads)
+    checks = task.workloads_for(Mode.INTERPRET)
+    assert checks and any(w.hidden for w in checks) and any(not w.hidden for w in checks)
+
+
+def test_task_text_is_complete(task):
+    assert len(task.statement.split()) >= 40
+    assert task.forbidden_ops
+    for guidance in task.guidance:
+        assert len(guidance.text.split()) >= 150, f"{guidance.level} guidance is too short"
+    by_level = {g.level: g for g in task.guidance}
+    assert Level.L1 in by_level[Level.L2].depends_on
+
+
+def test_two_to_five_properties_per_level(task):
+    for level in Level:
+        count = sum(p.level is level for p in task.properties)
+        assert 2 <= count <= 5, f"{level}: {count} properties"
+
+
+def test_every_automatic_detector_finds_the_expert_and_not_the_naive_kernel(task):
+    naive = (NEGATIVES / f"{task.slug}.py").read_text()
+    automatic = [p for p in task.properties if p.detector.get("kind") != "manual"]
+    assert automatic, "a task needs at least some automatic detectors"
+    for prop in automatic:
+        assert detect(prop.detector, task.expert_source) is True, prop.key
+        assert detect(prop.detector, naive) is False, prop.key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slug", TASKS)
+def test_expert_is_correct_in_interpret_mode(slug):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "check",
+            "--task",
+            slug,
+            "--mode",
+            "interpret",
+            "--timeout",
+            "300",
+            "--json",
+            str(DEFAULT_CATALOG_DIR / slug / "expert.py"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert verdict["status"] == "correct", (verdict["message"], verdict["log"][-2000:])

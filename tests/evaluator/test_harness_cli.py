@@ -1,0 +1,124 @@
+"""The standalone evaluator CLI, end to end on the CPU (interpret mode), as issue #2 specifies."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
+NO_TAIL = ROOT / "tests" / "exploits" / "kernels" / "14_fixed_block_no_tail.py"
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evaluator", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def check(path: Path, *extra: str) -> dict:
+    proc = run_cli(
+        "check", "--task", "row_softmax", "--mode", "interpret", "--json", *extra, str(path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def processes_with(marker: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(cmdline)
+    return found
+
+
+def test_expert_is_correct_with_the_full_verdict_shape():
+    verdict = check(EXPERT)
+    assert verdict["status"] == "correct", verdict["message"]
+    assert set(verdict) >= {"status", "message", "flags", "workloads", "environment", "log"}
+    assert [w["status"] for w in verdict["workloads"]] == ["correct"] * 4
+    assert any(w["hidden"] for w in verdict["workloads"])
+    assert verdict["environment"]["mode"] == "interpret"
+    assert verdict["environment"]["comparable"] is False
+    assert all(w["median_ms"] is None for w in verdict["workloads"])
+
+
+def test_kernel_that_drops_the_row_tail_fails_on_the_hidden_shape_by_name():
+    verdict = check(NO_TAIL)
+    assert verdict["status"] in ("incorrect", "runtime_error")
+    assert "check_hidden_fp32_3x40000" in verdict["message"]
+
+
+def test_syntax_error_is_a_compile_error_with_its_line(tmp_path):
+    kernel = tmp_path / "broken.py"
+    kernel.write_text("import torch\n\nclass ModelNew(torch.nn.Module)\n    pass\n")
+    verdict = check(kernel)
+    assert verdict["status"] == "compile_error"
+    assert "line 3" in verdict["message"]
+
+
+def test_file_without_modelnew_is_a_compile_error(tmp_path):
+    kernel = tmp_path / "empty.py"
+    kernel.write_text("import torch\n")
+    verdict = check(kernel)
+    assert verdict["status"] == "compile_error" and "ModelNew" in verdict["message"]
+
+
+def test_endless_loop_times_out_and_leaves_no_process(tmp_path):
+    marker = f"9{uuid.uuid4().int % 10**8}"
+    kernel = tmp_path / "loop.py"
+    kernel.write_text(
+        "import subprocess, torch\n"
+        f"subprocess.Popen(['sleep', '{marker}'])\n"
+        "class ModelNew(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        while True:\n"
+        "            pass\n"
+    )
+    started = time.monotonic()
+    verdict = check(kernel, "--timeout", "8")
+    assert verdict["status"] == "timeout"
+    assert time.monotonic() - started < 60
+    assert processes_with(f"sleep {marker}") == []
+
+
+def test_unknown_task_is_a_usage_error_with_one_line():
+    proc = run_cli("check", "--task", "no_such_task", "--json", str(EXPERT))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "unknown task 'no_such_task'" in proc.stderr
+
+
+def test_missing_file_is_a_usage_error():
+    proc = run_cli("check", "--task", "row_softmax", "/nonexistent/kernel.py")
+    assert proc.returncode == 2 and "no such kernel file" in proc.stderr
+
+
+def test_cuda_mode_without_a_gpu_is_a_usage_error():
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU is present")
+    proc = run_cli("check", "--task", "row_softmax", "--mode", "cuda", str(EXPERT))
+    assert proc.returncode == 2 and "CUDA GPU" in proc.stderr
+
+
+def test_human_output_names_the_status_and_workloads():
+    proc = run_cli("check", "--task", "row_softmax", "--mode", "interpret", str(EXPERT))
+    assert proc.returncode == 0
+    assert "row_softmax: correct" in proc.stdout and "check_bf16_8x256" in proc.stdout
