@@ -1,0 +1,37 @@
+"""Per-token cross-entropy of LLM logits: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]]."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+IGNORE_INDEX = -100
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        # Upcast first (as LLM training code does): the log-softmax and the loss
+        # are computed in fp32, which is also the ground truth for bf16 logits.
+        return F.cross_entropy(logits.float(), targets, ignore_index=IGNORE_INDEX, reduction="none")
+
+
+def get_init_inputs(**params):
+    return []
+
+
+def get_inputs(tokens, vocab, dtype, **params):
+    # Logits of spread 3 with a per-token shift in [-20, 80): the loss is
+    # shift-invariant, but a kernel that exponentiates without subtracting the
+    # row maximum overflows, and one that pads the vocab tail with 0 instead of
+    # -inf is visibly wrong on the negatively shifted rows.
+    logits = torch.randn(tokens, vocab, dtype=torch.float32) * 3.0
+    logits += torch.rand(tokens, 1, dtype=torch.float32) * 100.0 - 20.0
+    targets = torch.randint(0, vocab, (tokens,), dtype=torch.int64)
+    # The model is right some of the time: raise the target logit by U(0, 8).
+    rows = torch.arange(tokens)
+    logits[rows, targets] += torch.rand(tokens, dtype=torch.float32) * 8.0
+    # About 10% of the tokens are padding / prompt tokens: ignore_index.
+    targets = torch.where(torch.rand(tokens) < 0.1, torch.full_like(targets, IGNORE_INDEX), targets)
+    return [logits.to(getattr(torch, dtype)), targets]

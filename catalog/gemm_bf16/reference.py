@@ -1,0 +1,28 @@
+"""bf16 GEMM: C = A @ B, A (M, K) and B (K, N) row-major; fp32 accumulation, bf16 output."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # cuBLAS (and the CPU backend) accumulate bf16 products in fp32 and round
+        # the result to bf16 once: the same contract the kernel must meet.
+        return torch.matmul(a, b)
+
+
+def get_init_inputs(**params):
+    return []
+
+
+def get_inputs(M, N, K, dtype="bfloat16", **params):
+    dt = getattr(torch, dtype)
+    # Activations of unit scale and weights scaled by 1/sqrt(K), as in a
+    # trained linear layer: every output element is O(1) whatever K is, so a
+    # kernel that drops or repeats a K slice is far outside the tolerance.
+    a = torch.randn(M, K, dtype=torch.float32).to(dt)
+    b = (torch.randn(K, N, dtype=torch.float32) * K**-0.5).to(dt)
+    return [a, b]
