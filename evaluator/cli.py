@@ -1,7 +1,7 @@
 """`python -m evaluator`: the standalone evaluator, with no Django and no database.
 
     python -m evaluator check --task SLUG [--catalog DIR] [--mode auto|interpret|cuda]
-                              [--timeout S] [--json] FILE
+                              [--timeout S] [--memory-gb G] [--json] FILE
     python -m evaluator ceilings [--refresh]
 
 Exit status: 0 when a verdict was reached (whatever it is), 2 for a usage
@@ -30,6 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--mode", choices=["auto", "interpret", "cuda"], default="auto")
     check.add_argument(
         "--timeout", type=float, default=600.0, help="seconds before the kernel is killed"
+    )
+    check.add_argument(
+        "--memory-gb",
+        type=float,
+        default=None,
+        help="host-memory limit of the sandboxed child in GiB (default: the harness default)",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ceilings = commands.add_parser("ceilings", help="measure and print this GPU's ceilings")
@@ -65,6 +71,8 @@ def _check(args: argparse.Namespace) -> int:
         return _fail(f"no such kernel file: {args.file}")
     if args.timeout <= 0:
         return _fail("--timeout must be positive")
+    if args.memory_gb is not None and args.memory_gb <= 0:
+        return _fail("--memory-gb must be positive")
     try:
         source = args.file.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -86,7 +94,10 @@ def _check(args: argparse.Namespace) -> int:
 
         if not torch.cuda.is_available():
             return _fail("--mode cuda needs a CUDA GPU, and none is visible")
-    verdict = evaluate(task=task, source=source, mode=mode, timeout_s=args.timeout)
+    memory_bytes = int(args.memory_gb * 2**30) if args.memory_gb is not None else None
+    verdict = evaluate(
+        task=task, source=source, mode=mode, timeout_s=args.timeout, memory_bytes=memory_bytes
+    )
     if args.json:
         print(json.dumps(verdict.to_dict(), default=str))
     else:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.permissions import AllowAny
 
 from .models import DesignProperty, Guidance, Task, Workload
-from .selectors import task_get_public, task_list, task_public_workloads, task_ranking
+from .selectors import (
+    task_expert_baseline,
+    task_get_public,
+    task_list,
+    task_public_workloads,
+    task_ranking,
+)
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
@@ -46,9 +52,39 @@ class TaskSummarySerializer(serializers.ModelSerializer):
         fields = ["slug", "title", "category", "version", "timed_workloads", "url"]
 
 
+class BaselineRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    ref_us = serializers.FloatField(allow_null=True, help_text="Reference median, µs.")
+    expert_us = serializers.FloatField(allow_null=True, help_text="Expert median, µs.")
+    speedup = serializers.FloatField(allow_null=True, help_text="Reference time / expert time.")
+    sol_percent = serializers.FloatField(allow_null=True, help_text="% of speed of light.")
+    tflops = serializers.FloatField(allow_null=True)
+    tbps = serializers.FloatField(allow_null=True)
+
+
+class ExpertBaselineSerializer(serializers.Serializer):
+    owner = serializers.CharField()
+    submission_id = serializers.IntegerField()
+    evaluation_id = serializers.IntegerField()
+    status = serializers.CharField()
+    gpu = serializers.CharField()
+    driver = serializers.CharField()
+    torch = serializers.CharField()
+    triton = serializers.CharField()
+    cuda = serializers.CharField()
+    evaluator_version = serializers.CharField()
+    finished_at = serializers.DateTimeField()
+    rows = BaselineRowSerializer(many=True, help_text="Public timed workloads.")
+    geomean_speedup = serializers.FloatField(allow_null=True)
+    geomean_sol_percent = serializers.FloatField(allow_null=True)
+
+
 class TaskDetailSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(source="current_version.number")
     workloads = serializers.SerializerMethodField()
+    baseline = serializers.SerializerMethodField(
+        help_text="The expert implementation's latest GPU result on this version, or null."
+    )
     guidance = GuidanceSerializer(many=True)
     properties = DesignPropertySerializer(many=True)
 
@@ -63,12 +99,18 @@ class TaskDetailSerializer(serializers.ModelSerializer):
             "workloads",
             "guidance",
             "properties",
+            "baseline",
         ]
 
     @extend_schema(responses=WorkloadSerializer(many=True))
     def get_workloads(self, task: Task) -> list[dict]:
         # Only the public workloads the selector prefetched: never role=hidden nor hidden checks.
         return WorkloadSerializer(task_public_workloads(task), many=True).data
+
+    @extend_schema_field(ExpertBaselineSerializer(allow_null=True))
+    def get_baseline(self, task: Task) -> dict | None:
+        baseline = task_expert_baseline(task=task)
+        return None if baseline is None else ExpertBaselineSerializer(baseline).data
 
 
 class TaskListAPI(generics.ListAPIView):
@@ -83,7 +125,8 @@ class TaskListAPI(generics.ListAPIView):
 
 
 class TaskDetailAPI(generics.RetrieveAPIView):
-    """One task: statement, public workloads, guidance by level and design properties."""
+    """One task: statement, public workloads, guidance by level, design properties and the
+    expert's GPU baseline."""
 
     serializer_class = TaskDetailSerializer
     permission_classes = [AllowAny]

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
+from evaluator.models import (
+    FINISHED_STATUSES,
+    Evaluation,
+    EvaluationStatus,
+    Review,
+    WorkloadResult,
+)
+from evaluator.services.baselines import EXPERT_USERNAME, environment_gpu
 
 from .models import DesignProperty, Guidance, Level, Task, Workload
 
@@ -141,3 +148,119 @@ def task_ranking(*, task: Task, limit: int | None = None) -> list[RankingRow]:
         )
         for rank, (score, evaluation) in enumerate(ordered, start=1)
     ]
+
+
+# --- expert baseline (engineer C) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    name: str
+    ref_us: float | None
+    expert_us: float | None
+    speedup: float | None
+    sol_percent: float | None
+    tflops: float | None
+    tbps: float | None
+
+
+@dataclass(frozen=True)
+class ExpertBaseline:
+    """The expert implementation's latest GPU result on a task version (public workloads only)."""
+
+    owner: str
+    submission_id: int
+    evaluation_id: int
+    status: str
+    message: str
+    gpu: str
+    driver: str
+    torch: str
+    triton: str
+    cuda: str
+    evaluator_version: str
+    finished_at: object
+    rows: list[BaselineRow]
+    geomean_speedup: float | None
+    geomean_sol_percent: float | None
+
+    @property
+    def slower_than_reference(self) -> bool:
+        return self.geomean_speedup is not None and self.geomean_speedup < 1
+
+    @property
+    def speed_percent(self) -> float | None:
+        """The expert's speed as a percentage of the reference's (100 × geomean speedup)."""
+        return _scaled(self.geomean_speedup, 100)
+
+
+def _positive_geomean(values: list[float | None]) -> float | None:
+    if not values or any(v is None or v <= 0 for v in values):
+        return None
+    return geometric_mean([float(v) for v in values if v is not None])
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
+    """The newest finished cuda-mode result of the `d2k-experts` user on the task's current
+    version, with its public timed workloads (2 queries; none without a current version).
+
+    Speedup is reference time / expert time; below 1 the expert is slower than the
+    reference's library call (e.g. a GEMM against cuBLAS).
+    """
+    if task.current_version_id is None:
+        return None
+    evaluation = (
+        Evaluation.objects.filter(
+            submission__task_version_id=task.current_version_id,
+            submission__owner__username=EXPERT_USERNAME,
+            mode="cuda",
+            status__in=sorted(FINISHED_STATUSES),
+        )
+        .prefetch_related(
+            Prefetch(
+                "results",
+                queryset=WorkloadResult.objects.filter(
+                    role=Workload.Role.TIMED, hidden=False
+                ).order_by("position"),
+                to_attr="public_timed_results",
+            )
+        )
+        .order_by("-finished_at", "-pk")
+        .first()
+    )
+    if evaluation is None:
+        return None
+    env = evaluation.environment if isinstance(evaluation.environment, dict) else {}
+    results = evaluation.public_timed_results
+    return ExpertBaseline(
+        owner=EXPERT_USERNAME,
+        submission_id=evaluation.submission_id,
+        evaluation_id=evaluation.pk,
+        status=evaluation.status,
+        message=evaluation.message,
+        gpu=environment_gpu(env),
+        driver=str(env.get("driver") or ""),
+        torch=str(env.get("torch") or ""),
+        triton=str(env.get("triton") or ""),
+        cuda=str(env.get("cuda") or ""),
+        evaluator_version=evaluation.evaluator_version,
+        finished_at=evaluation.finished_at,
+        rows=[
+            BaselineRow(
+                name=r.name,
+                ref_us=_scaled(r.ref_median_ms, 1e3),
+                expert_us=_scaled(r.median_ms, 1e3),
+                speedup=r.speedup,
+                sol_percent=_scaled(r.sol_fraction, 100),
+                tflops=r.achieved_tflops,
+                tbps=r.achieved_tbps,
+            )
+            for r in results
+        ],
+        geomean_speedup=_positive_geomean([r.speedup for r in results]),
+        geomean_sol_percent=_scaled(_positive_geomean([r.sol_fraction for r in results]), 100),
+    )

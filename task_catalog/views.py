@@ -3,7 +3,13 @@ from django.shortcuts import render
 
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
 
-from .selectors import task_get_public, task_list, task_public_workloads, task_ranking
+from .selectors import (
+    task_expert_baseline,
+    task_get_public,
+    task_list,
+    task_public_workloads,
+    task_ranking,
+)
 
 
 def task_list_view(request):
@@ -25,6 +31,7 @@ def task_detail_view(request, slug: str):
         "guidance": list(task.guidance.all()),
         "properties": properties,
         "ranking": ranking,
+        "baseline": task_expert_baseline(task=task),
         "ranking_figure": workload_speedup_figure(rows=ranking, workloads=timed),
         "property_figure": property_dependency_figure(
             properties=[

@@ -1,5 +1,11 @@
 """Writes of the evaluator app: queueing, running and reviewing evaluations."""
 
+from evaluator.services.baselines import (
+    EXPERT_USERNAME,
+    BaselineImportError,
+    BaselineImportReport,
+    baseline_import,
+)
 from evaluator.services.evaluations import (
     MAX_ATTEMPTS,
     evaluation_create,
@@ -14,8 +20,12 @@ from evaluator.services.runner import (
 )
 
 __all__ = [
+    "EXPERT_USERNAME",
     "MAX_ATTEMPTS",
+    "BaselineImportError",
+    "BaselineImportReport",
     "WorkerError",
+    "baseline_import",
     "evaluation_command",
     "evaluation_create",
     "evaluation_enqueue",

@@ -1,0 +1,196 @@
+"""Turn the experts' GPU verdicts (docs/baselines.json) into docs/baselines.md.
+
+    python bench/baselines_md.py docs/baselines.json [--out docs/baselines.md]
+        [--command "python bench/gpu_check.py experts --out gpu-results"]
+
+The JSON is what `bench/gpu_check.py experts` writes ({task_slug: verdict}).
+Only public timed workloads are written out (hidden workloads are never
+published); a verdict that is not a cuda-mode run naming its GPU is listed
+without numbers. No Django import: this runs anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
+ENV_FIELDS = (
+    ("GPU", "gpu"),
+    ("Driver", "driver"),
+    ("CUDA", "cuda"),
+    ("torch", "torch"),
+    ("Triton", "triton"),
+    ("Evaluator", "evaluator_version"),
+)
+
+
+def geomean(values: list[float]) -> float | None:
+    if not values or any(v <= 0 for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def gpu_name(verdict: dict[str, Any]) -> str:
+    env = verdict.get("environment")
+    if verdict.get("mode") != "cuda" or not isinstance(env, dict):
+        return ""
+    for key in ("gpu", "device"):
+        name = str(env.get(key) or "").strip()
+        if name and not name.upper().startswith("CPU"):
+            return name
+    return ""
+
+
+def public_timed(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        w
+        for w in verdict.get("workloads") or []
+        if isinstance(w, dict) and w.get("role") == "timed" and not w.get("hidden")
+    ]
+
+
+def _num(value: Any, digits: int, scale: float = 1.0, suffix: str = "") -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "—"
+    return f"{value * scale:,.{digits}f}{suffix}"
+
+
+def environment_of(verdict: dict[str, Any]) -> dict[str, str]:
+    env = verdict.get("environment") or {}
+    values = {key: str(env.get(key) or "") for _, key in ENV_FIELDS}
+    values["gpu"] = gpu_name(verdict)
+    values["evaluator_version"] = str(
+        verdict.get("evaluator_version") or env.get("evaluator_version") or ""
+    )
+    return values
+
+
+def _geomean_of(values: list[Any]) -> float | None:
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return geomean(numbers) if len(numbers) == len(values) else None
+
+
+def task_geomeans(verdict: dict[str, Any]) -> tuple[float | None, float | None, int]:
+    """Geomean speedup and SOL fraction over the public timed workloads, and their count."""
+    rows = public_timed(verdict)
+    return (
+        _geomean_of([w.get("speedup") for w in rows]),
+        _geomean_of([w.get("sol_fraction") for w in rows]),
+        len(rows),
+    )
+
+
+def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND) -> str:
+    """The markdown page for `data` ({task_slug: verdict})."""
+    measured = {slug: v for slug, v in data.items() if isinstance(v, dict) and gpu_name(v)}
+    unmeasured = {slug: v for slug, v in data.items() if slug not in measured}
+    out = [
+        "# Expert baselines",
+        "",
+        "GPU times of each task's expert implementation (`catalog/<task>/expert.py`) against",
+        "its PyTorch reference, measured by the real evaluator (L2 flushed before each call,",
+        "median over the timed calls, reference and expert interleaved in one process).",
+        "Speedup = reference time / expert time; SOL = fraction of the device's speed of",
+        "light (measured peak bf16 matrix rate and copy bandwidth). Task speedup is the",
+        "geometric mean over the task's public timed workloads.",
+        "",
+        f"- Produced by: `{command}` (file `{source}`)",
+        f"- Shown on the portal by: `python manage.py import_baselines {source}`",
+        f"- This page: `python bench/baselines_md.py {source} --out docs/baselines.md`",
+        "",
+        "## Environment",
+        "",
+    ]
+    environments: dict[tuple[str, ...], list[str]] = {}
+    for slug, verdict in measured.items():
+        env = environment_of(verdict)
+        environments.setdefault(tuple(env[key] for _, key in ENV_FIELDS), []).append(slug)
+    if not environments:
+        out.append("No GPU verdict in this file.")
+    for values, slugs in environments.items():
+        if len(environments) > 1:
+            out += [f"Tasks: {', '.join(f'`{s}`' for s in slugs)}", ""]
+        out += ["| " + " | ".join(label for label, _ in ENV_FIELDS) + " |"]
+        out += ["|" + "---|" * len(ENV_FIELDS)]
+        out += ["| " + " | ".join(v or "—" for v in values) + " |", ""]
+    out += [
+        "## Summary",
+        "",
+        "| Task | Status | Timed workloads | Geomean speedup | Geomean SOL |",
+        "|---|---|---:|---:|---:|",
+    ]
+    all_speedups = []
+    for slug, verdict in measured.items():
+        speedup, sol, count = task_geomeans(verdict)
+        if speedup is not None and verdict.get("status") == "correct":
+            all_speedups.append(speedup)
+        out.append(
+            f"| `{slug}` | {verdict.get('status', '?')} | {count} | "
+            f"{_num(speedup, 2, suffix='×')} | {_num(sol, 1, 100, '%')} |"
+        )
+    overall = geomean(all_speedups)
+    if overall is not None:
+        out += ["", f"Geometric mean over the {len(all_speedups)} correct tasks: {overall:.2f}×."]
+    for slug, verdict in measured.items():
+        speedup, sol, _ = task_geomeans(verdict)
+        out += ["", f"## `{slug}`", ""]
+        if verdict.get("status") != "correct":
+            out += [f"Verdict: **{verdict.get('status')}**: {verdict.get('message', '')}", ""]
+        out += [
+            "| Workload | Reference µs | Expert µs | Speedup | SOL % | TFLOP/s | TB/s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for w in public_timed(verdict):
+            out.append(
+                f"| `{w.get('name')}` | {_num(w.get('ref_median_ms'), 1, 1e3)} | "
+                f"{_num(w.get('median_ms'), 1, 1e3)} | {_num(w.get('speedup'), 2, suffix='×')} | "
+                f"{_num(w.get('sol_fraction'), 1, 100)} | {_num(w.get('achieved_tflops'), 2)} | "
+                f"{_num(w.get('achieved_tbps'), 2)} |"
+            )
+        out += ["", f"Task geomean speedup: {_num(speedup, 2, suffix='×')}"]
+        if speedup is not None and speedup < 1:
+            out[-1] += (
+                f" (slower than the reference's library call: the expert reaches "
+                f"{speedup:.0%} of its speed and {_num(sol, 0, 100, '%')} of the device's "
+                "speed of light)"
+            )
+        out[-1] += "."
+    if unmeasured:
+        out += ["", "## Not measured on a GPU", ""]
+        for slug, verdict in unmeasured.items():
+            v = verdict if isinstance(verdict, dict) else {}
+            message = str(v.get("message") or "").splitlines()[:1] or [""]
+            out.append(
+                f"- `{slug}`: {v.get('status', 'no verdict')} "
+                f"(mode {v.get('mode') or '—'}) {message[0][:200]}".rstrip()
+            )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("json", type=Path, help="e.g. docs/baselines.json")
+    parser.add_argument("--out", type=Path, help="default: print to stdout")
+    parser.add_argument("--command", default=DEFAULT_COMMAND, help="the command that made it")
+    args = parser.parse_args(argv)
+    try:
+        data = json.loads(args.json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        parser.exit(2, f"cannot read {args.json} as JSON: {exc}\n")
+    if not isinstance(data, dict):
+        parser.exit(2, f"{args.json} is not a JSON object of task slug -> verdict\n")
+    text = render(data, source=str(args.json), command=args.command)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""Importing the experts' GPU verdicts (import_baselines) and writing docs/baselines.md.
+
+Every GPU number below is a test fixture, invented for these tests: the real file is
+produced on a GPU by `bench/gpu_check.py experts` and committed as docs/baselines.json.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from evaluator.models import Evaluation, EvaluationStatus
+from evaluator.services import EXPERT_USERNAME, BaselineImportError, baseline_import
+from submissions.models import Submission
+from tests.evaluator.fake_cli import verdict_dict, workload_dict
+from tests.factories import TaskVersionFactory, WorkloadFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("baselines_md", ROOT / "bench" / "baselines_md.py")
+baselines_md = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(baselines_md)
+
+pytestmark = pytest.mark.django_db
+
+FIXTURE_GPU = "Test Fixture GPU (not a measurement)"
+EXPERT_SOURCE = "import triton\n\nclass ModelNew:\n    pass\n"
+
+
+def gpu_workload(name, *, ref_ms, ms, role="timed", hidden=False, sol=0.5):
+    return workload_dict(
+        name,
+        role=role,
+        hidden=hidden,
+        median_ms=ms,
+        ref_median_ms=ref_ms,
+        speedup=ref_ms / ms,
+        sol_fraction=sol,
+        achieved_tflops=12.5,
+        achieved_tbps=3.25,
+        timing={"median_ms": ms, "iqr_ms": ms / 100, "calls": 200, "cold_start_ms": 40.0},
+    )
+
+
+def gpu_verdict(task="row_softmax", *, workloads=None, **extra):
+    """A fixture of one verdict as `python -m evaluator check --mode cuda --json` prints it."""
+    if workloads is None:
+        workloads = [
+            gpu_workload("bf16_4096x4096", ref_ms=0.2, ms=0.1, sol=0.8),
+            gpu_workload("fp32_1024x50000", ref_ms=0.9, ms=0.3, sol=0.7),
+            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="hidden", hidden=True),
+        ]
+    environment = {
+        "gpu": FIXTURE_GPU,
+        "device": FIXTURE_GPU,
+        "driver": "000.00-fixture",
+        "torch": "2.13.0+fixture",
+        "triton": "3.9.0-fixture",
+        "cuda": "13.0",
+    }
+    fields = {"task": task, "mode": "cuda", "environment": environment, "wall": 12.0, **extra}
+    return verdict_dict("correct", workloads=workloads, **fields)
+
+
+@pytest.fixture
+def version():
+    version = TaskVersionFactory(task__slug="row_softmax", expert_source=EXPERT_SOURCE)
+    WorkloadFactory(version=version, name="check_small", role="check", position=0)
+    WorkloadFactory(version=version, name="bf16_4096x4096", role="timed", position=1)
+    WorkloadFactory(version=version, name="fp32_1024x50000", role="timed", position=2)
+    WorkloadFactory(version=version, name="hidden_tail", role="hidden", position=3)
+    return version
+
+
+def test_import_creates_a_public_expert_submission_with_its_gpu_evaluation(version):
+    report = baseline_import(data={"row_softmax": gpu_verdict()}, source_label="baselines.json")
+
+    [line] = report.lines
+    assert line.outcome == "created"
+    assert "geomean speedup 2.45x over 2 timed workloads" in str(line)
+    expert = get_user_model().objects.get(username=EXPERT_USERNAME)
+    assert not expert.is_active
+    assert not expert.has_usable_password()
+    submission = Submission.objects.get(owner=expert)
+    assert submission.task_version == version
+    assert submission.source == EXPERT_SOURCE
+    assert submission.sha256 == Submission.digest(EXPERT_SOURCE)
+    assert submission.is_public
+    evaluation = submission.evaluations.get()
+    assert evaluation.pk == line.evaluation_id
+    assert evaluation.status == EvaluationStatus.CORRECT
+    assert evaluation.mode == "cuda"
+    assert evaluation.environment["gpu"] == FIXTURE_GPU
+    assert evaluation.finished_at is not None
+    assert evaluation.worker.startswith("import sha256:")
+    assert evaluation.worker.endswith(" baselines.json")
+    results = {r.name: r for r in evaluation.results.all()}
+    assert set(results) == {"bf16_4096x4096", "fp32_1024x50000", "hidden_tail"}
+    assert results["fp32_1024x50000"].speedup == pytest.approx(3.0)
+    assert results["hidden_tail"].hidden
+    assert results["bf16_4096x4096"].timing["calls"] == 200
+
+
+def test_import_is_idempotent_for_the_same_verdict_and_version(version):
+    data = {"row_softmax": gpu_verdict()}
+    first = baseline_import(data=data, source_label="a.json")
+
+    again = baseline_import(data=json.loads(json.dumps(data)), source_label="b.json")
+
+    assert [line.outcome for line in again.lines] == ["unchanged"]
+    assert again.lines[0].evaluation_id == first.lines[0].evaluation_id
+    assert Submission.objects.count() == 1
+    assert Evaluation.objects.count() == 1
+    assert get_user_model().objects.filter(username=EXPERT_USERNAME).count() == 1
+
+
+def test_a_new_verdict_adds_an_evaluation_to_the_same_expert_submission(version):
+    baseline_import(data={"row_softmax": gpu_verdict()}, source_label="a.json")
+
+    report = baseline_import(
+        data={"row_softmax": gpu_verdict(message="re-measured")}, source_label="a.json"
+    )
+
+    assert [line.outcome for line in report.lines] == ["created"]
+    assert Submission.objects.count() == 1
+    assert Evaluation.objects.count() == 2
+
+
+def test_a_new_task_version_gets_its_own_expert_submission(version):
+    baseline_import(data={"row_softmax": gpu_verdict()}, source_label="a.json")
+    newer = TaskVersionFactory(task=version.task, expert_source=EXPERT_SOURCE + "# v2\n")
+    for workload in version.workloads.all():
+        WorkloadFactory(version=newer, name=workload.name, role=workload.role)
+
+    baseline_import(data={"row_softmax": gpu_verdict()}, source_label="a.json")
+
+    assert Submission.objects.filter(task_version=newer, source=newer.expert_source).count() == 1
+    assert Evaluation.objects.count() == 2
+
+
+def test_unknown_slugs_are_reported_and_skipped(version):
+    data = {"no_such_task": gpu_verdict("no_such_task"), "row_softmax": gpu_verdict()}
+
+    report = baseline_import(data=data, source_label="a.json")
+
+    assert [(line.slug, line.outcome) for line in report.lines] == [
+        ("no_such_task", "unknown task"),
+        ("row_softmax", "created"),
+    ]
+    assert Evaluation.objects.count() == 1
+
+
+def test_a_verdict_for_other_workloads_than_the_current_versions_is_skipped(version):
+    stale = gpu_verdict(workloads=[gpu_workload("old_shape", ref_ms=1.0, ms=0.5)])
+
+    report = baseline_import(data={"row_softmax": stale}, source_label="a.json")
+
+    [line] = report.lines
+    assert line.outcome == "skipped"
+    assert "old_shape" in line.detail and "bf16_4096x4096" in line.detail
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mode": "interpret"}, "produced in interpret mode, not on a GPU"),
+        ({"mode": ""}, "produced in no mode"),
+        ({"environment": {"device": "CPU (Triton interpreter)"}}, "does not name the GPU"),
+        ({"environment": {"driver": "570.00"}}, "does not name the GPU"),
+        ({"task": "other_task"}, "is a verdict for task 'other_task'"),
+        ({"status": "cli_error"}, "unknown status 'cli_error'"),
+    ],
+)
+def test_non_gpu_or_unreadable_verdicts_are_refused_and_nothing_is_imported(
+    version, change, message
+):
+    data = {"row_softmax": gpu_verdict(), "layernorm_fwd": gpu_verdict("layernorm_fwd")}
+    data["layernorm_fwd"].update(change)
+
+    with pytest.raises(BaselineImportError, match=message):
+        baseline_import(data=data, source_label="a.json")
+
+    assert not Evaluation.objects.exists()
+    assert not get_user_model().objects.filter(username=EXPERT_USERNAME).exists()
+
+
+def test_a_file_that_is_not_an_object_is_refused():
+    with pytest.raises(BaselineImportError, match="not a JSON object"):
+        baseline_import(data=[gpu_verdict()], source_label="a.json")
+
+
+# --- the management command ---------------------------------------------------------
+
+
+def write_json(tmp_path, data) -> Path:
+    path = tmp_path / "baselines.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_command_prints_one_line_per_task_and_is_idempotent(version, tmp_path, capsys):
+    path = write_json(tmp_path, {"row_softmax": gpu_verdict(), "gone": gpu_verdict("gone")})
+
+    call_command("import_baselines", str(path))
+    call_command("import_baselines", str(path))
+
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("row_softmax: created (evaluation #")
+    assert f"correct on {FIXTURE_GPU}" in out[0]
+    assert out[1] == "gone: unknown task: no such task in the catalog"
+    assert out[2] == f"1 created, 2 in {path}"
+    assert out[3].startswith("row_softmax: unchanged")
+    assert out[5] == f"0 created, 2 in {path}"
+    assert Evaluation.objects.count() == 1
+
+
+def test_command_refuses_an_interpret_mode_verdict_with_a_sentence(version, tmp_path):
+    path = write_json(tmp_path, {"row_softmax": gpu_verdict(mode="interpret")})
+
+    with pytest.raises(CommandError) as caught:
+        call_command("import_baselines", str(path))
+
+    assert str(caught.value) == (
+        "The verdict for 'row_softmax' was produced in interpret mode, not on a GPU "
+        "(cuda mode): the portal shows only real GPU numbers. "
+        f"Nothing was imported from {path}."
+    )
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.parametrize("content", [None, "{not json"])
+def test_command_refuses_a_missing_or_broken_file(tmp_path, content):
+    path = tmp_path / "baselines.json"
+    if content is not None:
+        path.write_text(content)
+
+    with pytest.raises(CommandError, match=r"Cannot read .*baselines\.json as JSON"):
+        call_command("import_baselines", str(path))
+
+
+# --- bench/baselines_md.py ------------------------------------------------------------
+
+
+def md_fixture() -> dict:
+    gemm = gpu_verdict(
+        "gemm_bf16",
+        workloads=[gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25, sol=0.6)],
+    )
+    broken = {"status": "cli_error", "message": "no GPU here", "workloads": [], "flags": []}
+    return {"row_softmax": gpu_verdict(), "gemm_bf16": gemm, "topk_rows": broken}
+
+
+def test_markdown_has_a_row_per_public_timed_workload_with_its_numbers():
+    text = baselines_md.render(md_fixture(), source="docs/baselines.json")
+
+    assert "| `bf16_4096x4096` | 200.0 | 100.0 | 2.00× | 80.0 | 12.50 | 3.25 |" in text
+    assert "| `fp32_1024x50000` | 900.0 | 300.0 | 3.00× | 70.0 | 12.50 | 3.25 |" in text
+    assert "| `bf16_8192` | 1,000.0 | 1,250.0 | 0.80× | 60.0 | 12.50 | 3.25 |" in text
+    assert "hidden_tail" not in text
+    assert f"| {FIXTURE_GPU} | 000.00-fixture | 13.0 | 2.13.0+fixture | 3.9.0-fixture |" in text
+    assert "`python bench/gpu_check.py experts --out gpu-results`" in text
+    assert "`python manage.py import_baselines docs/baselines.json`" in text
+
+
+def test_markdown_gives_each_tasks_geomean_and_says_when_the_expert_is_slower():
+    text = baselines_md.render(md_fixture(), source="docs/baselines.json")
+
+    assert "| `row_softmax` | correct | 2 | 2.45× | 74.8% |" in text
+    assert "Task geomean speedup: 2.45×." in text
+    assert (
+        "Task geomean speedup: 0.80× (slower than the reference's library call: the expert "
+        "reaches 80% of its speed and 60% of the device's speed of light)." in text
+    )
+    assert "Geometric mean over the 2 correct tasks: 1.40×." in text
+    assert "- `topk_rows`: cli_error (mode —) no GPU here" in text
+
+
+def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
+    source = write_json(tmp_path, md_fixture())
+    out = tmp_path / "baselines.md"
+
+    assert baselines_md.main([str(source), "--out", str(out), "--command", "make gpu"]) == 0
+
+    text = out.read_text()
+    assert text.startswith("# Expert baselines\n")
+    assert "Produced by: `make gpu`" in text

@@ -1,0 +1,192 @@
+"""The expert baseline on the task page and in the task API (numbers are test fixtures)."""
+
+import pytest
+from django.urls import reverse
+
+from evaluator.services import EXPERT_USERNAME, baseline_import
+from task_catalog.selectors import task_expert_baseline
+from tests.evaluator.test_baselines import FIXTURE_GPU, gpu_verdict, gpu_workload
+from tests.factories import (
+    EvaluationFactory,
+    SubmissionFactory,
+    TaskVersionFactory,
+    UserFactory,
+    WorkloadFactory,
+    WorkloadResultFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def task():
+    version = TaskVersionFactory(task__slug="row_softmax", task__title="Row-wise softmax")
+    WorkloadFactory(version=version, name="bf16_4096x4096", role="timed", position=0)
+    WorkloadFactory(version=version, name="fp32_1024x50000", role="timed", position=1)
+    WorkloadFactory(version=version, name="hidden_tail", role="hidden", position=2)
+    return version.task
+
+
+@pytest.fixture
+def gemm():
+    version = TaskVersionFactory(task__slug="gemm_bf16", task__title="BF16 GEMM")
+    WorkloadFactory(version=version, name="bf16_8192", role="timed")
+    baseline_import(
+        data={
+            "gemm_bf16": gpu_verdict(
+                "gemm_bf16", workloads=[gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25, sol=0.6)]
+            )
+        },
+        source_label="fixture.json",
+    )
+    return version.task
+
+
+def imported(task, **extra):
+    report = baseline_import(data={task.slug: gpu_verdict(**extra)}, source_label="fixture.json")
+    assert report.lines[0].outcome == "created"
+    return report.lines[0].evaluation_id
+
+
+# --- selector -------------------------------------------------------------------------
+
+
+def test_selector_returns_none_without_an_expert_result(task):
+    EvaluationFactory(submission=SubmissionFactory(task_version=task.current_version))
+    assert task_expert_baseline(task=task) is None
+
+
+def test_selector_gives_public_timed_workloads_environment_and_geomean(
+    task, django_assert_num_queries
+):
+    evaluation_id = imported(task)
+    task.refresh_from_db()
+
+    # the expert's newest evaluation, then its public timed results
+    with django_assert_num_queries(2):
+        baseline = task_expert_baseline(task=task)
+
+    assert baseline.evaluation_id == evaluation_id
+    assert baseline.owner == EXPERT_USERNAME
+    assert (baseline.gpu, baseline.driver, baseline.evaluator_version) == (
+        FIXTURE_GPU,
+        "000.00-fixture",
+        "0.2.0",
+    )
+    assert [row.name for row in baseline.rows] == ["bf16_4096x4096", "fp32_1024x50000"]
+    first = baseline.rows[0]
+    assert (first.ref_us, first.expert_us, first.speedup) == pytest.approx((200, 100, 2))
+    assert (first.sol_percent, first.tflops, first.tbps) == pytest.approx((80, 12.5, 3.25))
+    assert baseline.geomean_speedup == pytest.approx(6**0.5)
+    assert baseline.geomean_sol_percent == pytest.approx(100 * 0.56**0.5)
+    assert not baseline.slower_than_reference
+
+
+def test_selector_takes_the_newest_expert_result_on_the_current_version_only(task):
+    imported(task)
+    newest = imported(task, message="re-measured")
+    # Other users' results and interpret-mode runs are no baseline.
+    WorkloadResultFactory(
+        evaluation=EvaluationFactory(
+            submission=SubmissionFactory(task_version=task.current_version)
+        )
+    )
+    expert = UserFactory(username=EXPERT_USERNAME)
+    EvaluationFactory(
+        submission=SubmissionFactory(owner=expert, task_version=task.current_version),
+        mode="interpret",
+    )
+
+    assert task_expert_baseline(task=task).evaluation_id == newest
+
+    TaskVersionFactory(task=task)  # a new current version without a GPU run yet
+    task.refresh_from_db()
+    assert task_expert_baseline(task=task) is None
+
+
+# --- page -----------------------------------------------------------------------------
+
+
+def test_task_page_says_when_there_is_no_gpu_baseline(client, task):
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert "Expert baseline" in html
+    assert "No GPU baseline yet." in html
+
+
+def test_task_page_shows_the_experts_numbers_and_the_gpu(client, task):
+    imported(task)
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert "No GPU baseline yet." not in html
+    assert f"<strong>{FIXTURE_GPU}</strong> (driver 000.00-fixture), evaluator 0.2.0" in html
+    assert (
+        '<td><code>fp32_1024x50000</code></td>\n        <td class="num">900.0</td>\n'
+        '        <td class="num">300.0</td>\n        <td class="num">3.00×</td>\n'
+        '        <td class="num">70.0</td>\n        <td class="num">12.50</td>\n'
+        '        <td class="num">3.25</td>'
+    ) in html
+    assert "over the timed workloads): <strong>2.45×</strong>" in html
+    assert "hidden_tail" not in html
+    assert "slower than the reference" not in html
+
+
+def test_task_page_says_plainly_when_the_expert_is_slower_than_the_library(client, gemm):
+    html = client.get(reverse("task_catalog:detail", args=[gemm.slug])).content.decode()
+
+    assert "<strong>0.80×</strong>" in html
+    assert (
+        "the expert reaches 80% of the library's speed and 60% of the device's speed of light"
+        in html
+    )
+
+
+def test_the_experts_ranking_row_is_marked(client, task):
+    imported(task)
+    other = SubmissionFactory(task_version=task.current_version, owner__username="alice")
+    WorkloadResultFactory(evaluation=EvaluationFactory(submission=other), speedup=5.0)
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert f'<td>{EXPERT_USERNAME} <span class="status">expert</span></td>' in html
+    assert "<td>alice</td>" in html
+
+
+def test_task_page_with_a_baseline_query_count_is_pinned(client, task, django_assert_num_queries):
+    imported(task)
+    # task + version, workloads, guidance, properties, ranking (2), baseline (2)
+    with django_assert_num_queries(8):
+        assert client.get(reverse("task_catalog:detail", args=[task.slug])).status_code == 200
+
+
+# --- API ------------------------------------------------------------------------------
+
+
+def test_api_detail_has_the_baseline(client, task):
+    evaluation_id = imported(task)
+
+    baseline = client.get(f"/api/tasks/{task.slug}/").json()["baseline"]
+
+    assert baseline["evaluation_id"] == evaluation_id
+    assert baseline["owner"] == EXPERT_USERNAME
+    assert baseline["gpu"] == FIXTURE_GPU
+    assert baseline["driver"] == "000.00-fixture"
+    assert baseline["evaluator_version"] == "0.2.0"
+    assert baseline["geomean_speedup"] == pytest.approx(6**0.5)
+    assert [row["name"] for row in baseline["rows"]] == ["bf16_4096x4096", "fp32_1024x50000"]
+    assert baseline["rows"][1] == pytest.approx(
+        {
+            "name": "fp32_1024x50000",
+            "ref_us": 900.0,
+            "expert_us": 300.0,
+            "speedup": 3.0,
+            "sol_percent": 70.0,
+            "tflops": 12.5,
+            "tbps": 3.25,
+        }
+    )
+
+
+def test_api_detail_baseline_is_null_without_one(client, task):
+    assert client.get(f"/api/tasks/{task.slug}/").json()["baseline"] is None
