@@ -88,6 +88,7 @@ class Child:
         self.threads = honesty.live_python_threads()
         self.sub: Any = None
         self.l2_reported = False
+        self._previous_inputs: dict[str, list] = {}
 
     # -- helpers ------------------------------------------------------------
     def inputs(self, params: dict, seed: int) -> list:
@@ -151,6 +152,18 @@ class Child:
     def _one_call(self, workload: dict, name: str, params: dict, seed: int, tag: str) -> bool:
         try:
             inputs = self.inputs(params, seed)
+            previous = self._previous_inputs.get(name)
+            if tag not in ("0", "0r") and previous is not None:
+                # Same tensors, new values: a cache keyed on data_ptr() or id()
+                # hits, and returns the previous seed's answer.
+                for old, new in zip(previous, inputs, strict=True):
+                    if torch.is_tensor(old) and old.shape == new.shape:
+                        old.copy_(new)
+                inputs = [
+                    old if torch.is_tensor(old) and old.shape == new.shape else new
+                    for old, new in zip(previous, inputs, strict=True)
+                ]
+            self._previous_inputs[name] = inputs
             model = self.construct(self.sub.ModelNew, params, seed)
             originals = [x.clone() if torch.is_tensor(x) else x for x in inputs]
             nbytes = sum(x.numel() * x.element_size() for x in inputs if torch.is_tensor(x))

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import torch
+import torch.profiler
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
@@ -36,11 +37,20 @@ def _patch_targets() -> list[tuple[str, Any, str]]:
     add(torch.cuda.Event, "torch.cuda.Event", "record", "elapsed_time", "synchronize", "query")
     add(torch.cuda.Stream, "torch.cuda.Stream", "synchronize", "wait_stream")
     add(torch.nn.Module, "torch.nn.Module", "__call__")
+    add(TorchDispatchMode, "TorchDispatchMode", "__enter__", "__exit__", "__torch_dispatch__")
+    add(torch.profiler.profile, "torch.profiler.profile", "__enter__", "__exit__", "events")
     for name, module in list(sys.modules.items()):
         if name.startswith("evaluator.harness") and module is not None:
             for attr, value in vars(module).items():
                 if callable(value) and not attr.startswith("__"):
                     targets.append((name, module, attr))
+                # Methods of the harness's own classes, and the guard itself.
+                if isinstance(value, type) and value.__module__ == name:
+                    targets.extend(
+                        (f"{name}.{attr}", value, method)
+                        for method in vars(value)
+                        if method not in ("__dict__", "__weakref__")
+                    )
     return targets
 
 
@@ -62,9 +72,7 @@ class PatchGuard:
         return found
 
 
-class OpRecorder(TorchDispatchMode):
-    """Records every aten op that reaches the dispatcher while active."""
-
+class _DispatchRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.ops: set[str] = set()
@@ -72,6 +80,54 @@ class OpRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         self.ops.add(func._schema.name)
         return func(*args, **(kwargs or {}))
+
+
+class OpRecorder:
+    """Records every aten op a call executes, by two independent means.
+
+    A Python dispatch mode sees ops after composite decomposition; the
+    profiler's RecordFunction hooks live below the Python mode stack, so code
+    that pops or disables dispatch modes is still seen.
+    """
+
+    def __init__(self) -> None:
+        self._mode = _DispatchRecorder()
+        self._profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        self.ops: set[str] = set()
+
+    def __enter__(self) -> OpRecorder:
+        self._profiler.__enter__()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._mode.__exit__(*exc_info)
+        self._profiler.__exit__(*exc_info)
+        profiled = {e.name for e in self._profiler.events() if e.name.startswith("aten::")}
+        self.ops = self._mode.ops | profiled
+
+
+# Names a kernel has no business touching: the dispatch-mode stack, the
+# profiler's switches, and the harness itself. Found in the source text, they
+# are flagged for review (a kernel that needs one can be cleared by an admin).
+TAMPERING_NAMES = (
+    "_disable_current_modes",
+    "_DisableTorchDispatch",
+    "_pop_mode",
+    "_unset_dispatch_mode",
+    "_set_torch_function_mode",
+    "DisableTorchFunction",
+    "_disable_profiler",
+    "_python_dispatch",
+    "evaluator.harness",
+    "PatchGuard",
+    "OpRecorder",
+    "d2k_reference",
+)
+
+
+def tampering_names(source: str) -> list[str]:
+    return [name for name in TAMPERING_NAMES if name in source]
 
 
 def live_python_threads() -> set[int]:

@@ -24,6 +24,9 @@ SAMPLED_BATCH_CALLS = 2
 # and message overhead; far more than that means work escaped the events.
 BATCH_SLACK_RATIO = 1.3
 BATCH_SLACK_MS = 15.0
+# Pipe and message latency around a batch, and Python launch overhead per call.
+BATCH_MESSAGE_MS = 5.0
+LAUNCH_ALLOWANCE_MS = 0.1
 # A time under this fraction of the workload's speed-of-light floor is impossible.
 SOL_FLOOR_MARGIN = 0.85
 
@@ -209,6 +212,18 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
                 )
             )
         expected_batch = med * float(batch["calls"])
+        # Two-sided, anchored on the parent's clock, which the child cannot
+        # touch: per call, the host saw far more time than the reported median
+        # (beyond launch overhead) means the reported times were shrunk.
+        host_per_call = max(host - BATCH_MESSAGE_MS, 0.0) / float(batch["calls"])
+        if host_per_call > 2.0 * med + LAUNCH_ALLOWANCE_MS:
+            seen.flags.append(
+                flag(
+                    "timing_inconsistent",
+                    f"{spec.name}: back-to-back calls took {host_per_call:.4f} ms each by the "
+                    f"orchestrator's clock, against a reported median of {med:.4f} ms",
+                )
+            )
         if device < 0.5 * expected_batch:
             seen.flags.append(
                 flag(

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, protocol, sandbox
+from . import environment, honesty, protocol, sandbox
 from .judge import judge
 from .protocol import Observed
 from .spec import (
@@ -86,6 +86,8 @@ def evaluate(
     finally:
         if not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+    for name in honesty.tampering_names(source):
+        seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
     status, message = _decide(run, seen, results, len(workloads))
     return _verdict(task, mode, status, message, seen.flags, results, env_info, log, started)
 
@@ -114,7 +116,11 @@ def _decide(
         return status, f"{text} (workload {where})" if where else text
     if not seen.done:
         code = run.returncode
-        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        # bubblewrap reports a child killed by signal N as exit code 128 + N.
+        signal_number = -code if code is not None and code < 0 else None
+        if run.isolation == "bwrap" and code is not None and 128 < code < 160:
+            signal_number = code - 128
+        how = f"signal {signal_number}" if signal_number else f"exit code {code}"
         return Status.RUNTIME_ERROR, f"the submission's process ended early ({how})"
     incorrect = [r for r in results if r.status is not Status.CORRECT]
     if incorrect:

@@ -274,13 +274,16 @@ def _descendants(root_pid: int) -> list[int]:
     return found
 
 
-def _rss_bytes(pids: Sequence[int]) -> int:
-    page = os.sysconf("SC_PAGE_SIZE")
+def _memory_bytes(pids: Sequence[int]) -> int:
+    """Proportional set size of the tree: shared pages (a fork's) are not counted twice."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * page
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
         except (OSError, IndexError, ValueError):
             continue
     return total
@@ -389,7 +392,7 @@ def run_child(
         while proc.poll() is None:
             elapsed = time.monotonic() - started
             tree = [proc.pid, *_descendants(proc.pid)]
-            rss = _rss_bytes(tree)
+            rss = _memory_bytes(tree)
             result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
             if elapsed > limits.timeout_s:
                 result.killed_for = "timeout"
