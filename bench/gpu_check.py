@@ -83,6 +83,11 @@ def print_verdict(task: str, label: str, v: dict) -> None:
             print(f"    {w['name']:<30} {w['status']:<10} {w['message'][:150]}")
 
 
+def save(out: Path, what: str, results: dict) -> None:
+    # Written after every item, so a run cut short still returns what it measured.
+    (out / f"{what}.json").write_text(json.dumps(results, indent=1, default=str))
+
+
 def tasks_arg(value: str | None) -> list[str]:
     names = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
     return [t for t in value.split(",")] if value else names
@@ -93,6 +98,7 @@ def main() -> None:
     parser.add_argument("what", choices=["experts", "files", "exploits", "stability", "ceilings"])
     parser.add_argument("items", nargs="*")
     parser.add_argument("--tasks")
+    parser.add_argument("--cases", help="comma-separated exploit case numbers")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
@@ -121,6 +127,7 @@ def main() -> None:
             speedups = [w["speedup"] for w in v["workloads"] if w.get("speedup")]
             print(f"    geomean speedup {geomean(speedups):.3f} over {len(speedups)} workloads")
             results[task] = v
+            save(args.out, args.what, results)
     elif args.what == "files":
         for item in args.items:
             task, path = item.split(":", 1)
@@ -130,12 +137,15 @@ def main() -> None:
     elif args.what == "exploits":
         from tests.exploits.cases import CASES
 
-        for case in CASES:
-            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file)
+        wanted = args.cases.split(",") if args.cases else None
+        cases = [c for c in CASES if wanted is None or c.number in wanted]
+        for case in cases:
+            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file, timeout=60)
             print_verdict(case.task, case.file, v)
             results[case.file] = {"expected": case.expected, **v}
+            save(args.out, args.what, results)
         print("\nclass | kernel | verdict | caught by")
-        for case in CASES:
+        for case in cases:
             v = results[case.file]
             caught = (
                 ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]

@@ -33,10 +33,11 @@ LOG_LIMIT = 32_000
 TIMING = {
     "warmup_calls": 3,
     "min_calls": 20,
-    "max_calls": 400,
-    "budget_s": 2.0,
+    "max_calls": 300,
+    "budget_s": 1.5,
     "target_rel_iqr": 0.01,
     "batch_ms": 60.0,
+    "batch_memory_bytes": 8 * 1024**3,
 }
 
 

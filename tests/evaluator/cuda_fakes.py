@@ -1,0 +1,49 @@
+"""CPU stand-ins for the CUDA timing calls, so cuda mode's message flow runs on a CPU box.
+
+Used only by test_harness_child_protocol.py, in a child process of its own.
+"""
+
+import time
+
+import torch
+
+
+class FakeEvent:
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.stamp = 0.0
+
+    def record(self, stream=None) -> None:
+        self.stamp = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, other: "FakeEvent") -> float:
+        return (other.stamp - self.stamp) * 1e3
+
+
+class FakeStream:
+    def synchronize(self) -> None:
+        pass
+
+
+class FakeFlusher:
+    resets_persisting_lines = False
+
+    def __init__(self, device) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def persisting_l2_bytes(self) -> int:
+        return 0
+
+
+def install() -> None:
+    from evaluator.harness import timing
+
+    torch.cuda.Event = FakeEvent
+    torch.cuda.current_stream = lambda device=None: FakeStream()
+    torch.cuda.synchronize = lambda device=None: None
+    timing.L2Flusher = FakeFlusher
