@@ -18,8 +18,16 @@ LOOP_BLOCK = 4096
 
 @triton.jit
 def _layernorm_fused(
-    x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr,
-    stride_x, stride_y, n_cols, eps,
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    rstd_ptr,
+    stride_x,
+    stride_y,
+    n_cols,
+    eps,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -41,8 +49,16 @@ def _layernorm_fused(
 
 @triton.jit
 def _layernorm_welford(
-    x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr,
-    stride_x, stride_y, n_cols, eps,
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    rstd_ptr,
+    stride_x,
+    stride_y,
+    n_cols,
+    eps,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -110,14 +126,32 @@ class ModelNew(nn.Module):
         block = triton.next_power_of_2(n_cols)
         if block <= MAX_FUSED_COLS:
             _layernorm_fused[(rows,)](
-                x, weight, bias, y, mean, rstd,
-                n_cols, n_cols, n_cols, self.eps,
-                BLOCK=block, num_warps=_num_warps(block, x.element_size()),
+                x,
+                weight,
+                bias,
+                y,
+                mean,
+                rstd,
+                n_cols,
+                n_cols,
+                n_cols,
+                self.eps,
+                BLOCK=block,
+                num_warps=_num_warps(block, x.element_size()),
             )
         else:
             _layernorm_welford[(rows,)](
-                x, weight, bias, y, mean, rstd,
-                n_cols, n_cols, n_cols, self.eps,
-                BLOCK=LOOP_BLOCK, num_warps=8,
+                x,
+                weight,
+                bias,
+                y,
+                mean,
+                rstd,
+                n_cols,
+                n_cols,
+                n_cols,
+                self.eps,
+                BLOCK=LOOP_BLOCK,
+                num_warps=8,
             )
         return y, mean, rstd

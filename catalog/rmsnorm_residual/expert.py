@@ -19,8 +19,15 @@ LOOP_BLOCK = 4096
 
 @triton.jit
 def _add_rmsnorm_fused(
-    x_ptr, res_ptr, w_ptr, y_ptr, h_ptr,
-    n_rows, n_cols, n_prog, eps,
+    x_ptr,
+    res_ptr,
+    w_ptr,
+    y_ptr,
+    h_ptr,
+    n_rows,
+    n_cols,
+    n_prog,
+    eps,
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -43,8 +50,13 @@ def _add_rmsnorm_fused(
 
 @triton.jit
 def _add_rmsnorm_looped(
-    x_ptr, res_ptr, w_ptr, y_ptr, h_ptr,
-    n_cols, eps,
+    x_ptr,
+    res_ptr,
+    w_ptr,
+    y_ptr,
+    h_ptr,
+    n_cols,
+    eps,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -119,14 +131,28 @@ class ModelNew(nn.Module):
             resident = _num_sms(x.device) * per_sm
             n_prog = min(rows, resident) if rows <= 4 * resident else rows
             _add_rmsnorm_fused[(n_prog,)](
-                x, residual, weight, y, h,
-                rows, n_cols, n_prog, self.eps,
-                BLOCK=block, num_warps=num_warps,
+                x,
+                residual,
+                weight,
+                y,
+                h,
+                rows,
+                n_cols,
+                n_prog,
+                self.eps,
+                BLOCK=block,
+                num_warps=num_warps,
             )
         else:
             _add_rmsnorm_looped[(rows,)](
-                x, residual, weight, y, h,
-                n_cols, self.eps,
-                BLOCK=LOOP_BLOCK, num_warps=8,
+                x,
+                residual,
+                weight,
+                y,
+                h,
+                n_cols,
+                self.eps,
+                BLOCK=LOOP_BLOCK,
+                num_warps=8,
             )
         return y, h

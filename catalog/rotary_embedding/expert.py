@@ -8,7 +8,6 @@ pair (i, i + D/2): the two halves are two contiguous vector loads, both outputs
 are computed in fp32 from them and stored back to the same addresses.
 """
 
-import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -19,10 +18,21 @@ MIN_PROGRAMS = 2048  # about 16 programs per SM on a 132-SM H100/H200
 
 @triton.jit
 def _rope_qk_fused(
-    pos_ptr, q_ptr, k_ptr, cos_ptr, sin_ptr,
-    stride_qt, stride_qh, stride_kt, stride_kh,
-    n_q_heads, n_k_heads, n_groups,
-    HALF: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_H: tl.constexpr,
+    pos_ptr,
+    q_ptr,
+    k_ptr,
+    cos_ptr,
+    sin_ptr,
+    stride_qt,
+    stride_qh,
+    stride_kt,
+    stride_kh,
+    n_q_heads,
+    n_k_heads,
+    n_groups,
+    HALF: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_H: tl.constexpr,
 ):
     tok = tl.program_id(0).to(tl.int64)
     grp = tl.program_id(1)
@@ -74,8 +84,10 @@ class ModelNew(nn.Module):
         # Few tokens (or many heads per token): split the heads of a token into
         # groups over a second grid axis until there are enough programs to
         # fill the SMs several times over.
-        while block_h > 1 and block_h * block_d > 512 and (
-            tokens * triton.cdiv(max(n_q_heads, n_k_heads), block_h) < MIN_PROGRAMS
+        while (
+            block_h > 1
+            and block_h * block_d > 512
+            and (tokens * triton.cdiv(max(n_q_heads, n_k_heads), block_h) < MIN_PROGRAMS)
         ):
             block_h //= 2
         n_groups = triton.cdiv(max(n_q_heads, n_k_heads), block_h)
@@ -83,9 +95,21 @@ class ModelNew(nn.Module):
         # two 16-byte vectors for fp32.
         num_warps = max(1, min(8, block_h * block_d // 512))
         _rope_qk_fused[(tokens, n_groups)](
-            positions, q, k, cos_cache, sin_cache,
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1),
-            n_q_heads, n_k_heads, n_groups,
-            HALF=half, BLOCK_D=block_d, BLOCK_H=block_h, num_warps=num_warps,
+            positions,
+            q,
+            k,
+            cos_cache,
+            sin_cache,
+            q.stride(0),
+            q.stride(1),
+            k.stride(0),
+            k.stride(1),
+            n_q_heads,
+            n_k_heads,
+            n_groups,
+            HALF=half,
+            BLOCK_D=block_d,
+            BLOCK_H=block_h,
+            num_warps=num_warps,
         )
         return q, k

@@ -75,13 +75,23 @@ class ModelNew(nn.Module):
         block = triton.next_power_of_2(cols)
         if block <= MAX_FUSED_COLS:
             _softmax_single_pass[(rows,)](
-                x, y, x.stride(0), y.stride(0), cols,
-                BLOCK=block, num_warps=_num_warps(block, x.element_size()),
+                x,
+                y,
+                x.stride(0),
+                y.stride(0),
+                cols,
+                BLOCK=block,
+                num_warps=_num_warps(block, x.element_size()),
             )
         else:
             block = 4096
             _softmax_online[(rows,)](
-                x, y, x.stride(0), y.stride(0), cols,
-                BLOCK=block, num_warps=8,
+                x,
+                y,
+                x.stride(0),
+                y.stride(0),
+                cols,
+                BLOCK=block,
+                num_warps=8,
             )
         return y
