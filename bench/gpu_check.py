@@ -165,12 +165,15 @@ def main() -> None:
                 sps = [
                     next(w for w in r["workloads"] if w["name"] == name)["speedup"] for r in runs
                 ]
+                low, high = min(meds) * 1e3, max(meds) * 1e3
+                wall = sum(r["wall"] for r in runs) / len(runs)
                 print(
-                    f"{task:<22} {name:<28} median {min(meds) * 1e3:9.1f}..{max(meds) * 1e3:9.1f} us"
-                    f"  spread {max(meds) / min(meds) - 1:6.2%}   speedup spread "
-                    f"{max(sps) / min(sps) - 1:6.2%}  wall {sum(r['wall'] for r in runs) / len(runs):.1f}s"
+                    f"{task:<22} {name:<28} median {low:9.1f}..{high:9.1f} us"
+                    f"  spread {high / low - 1:6.2%}   speedup spread "
+                    f"{max(sps) / min(sps) - 1:6.2%}  wall {wall:.1f}s"
                 )
-    (args.out / f"{args.what}.json").write_text(json.dumps(results, indent=1, default=str))
+            save(args.out, args.what, results)
+    save(args.out, args.what, results)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
 from evaluator.models import Evaluation, Review, WorkloadResult
+from evaluator.selectors import RESULT_FIELDS
 from evaluator.services import evaluation_create, evaluation_review
 
 
@@ -15,19 +16,7 @@ class WorkloadResultInline(admin.TabularInline):
     model = WorkloadResult
     extra = 0
     can_delete = False
-    fields = (
-        "name",
-        "role",
-        "hidden",
-        "status",
-        "message",
-        "max_abs_err",
-        "rel_err",
-        "median_ms",
-        "ref_median_ms",
-        "speedup",
-        "sol_fraction",
-    )
+    fields = RESULT_FIELDS
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:

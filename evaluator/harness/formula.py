@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 DTYPE_SIZES = {
@@ -38,7 +38,13 @@ _BINOPS = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_FUNCS = {"min": min, "max": max, "ceil": math.ceil, "log2": math.log2, "sum": sum}
+_FUNCS: dict[str, Callable[..., Any]] = {
+    "min": min,
+    "max": max,
+    "ceil": math.ceil,
+    "log2": math.log2,
+    "sum": sum,
+}
 
 
 class FormulaError(ValueError):

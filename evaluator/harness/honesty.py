@@ -77,7 +77,7 @@ class _DispatchRecorder(TorchDispatchMode):
         super().__init__()
         self.ops: set[str] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops.add(func._schema.name)
         return func(*args, **(kwargs or {}))
 
