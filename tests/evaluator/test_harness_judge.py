@@ -1,0 +1,159 @@
+"""The parent's judgement of timed calls and of the whole run, on synthetic observations.
+
+These are the checks that only fire in cuda mode on a GPU; here they are fed
+the same messages a child sends, with outputs computed on the CPU.
+"""
+
+import dataclasses
+
+import pytest
+
+from evaluator.harness import judge as judge_module
+from evaluator.harness.orchestrate import _decide
+from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
+from evaluator.harness.protocol import Observed
+from evaluator.harness.sandbox import ChildRun
+from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
+from evaluator.harness.timing import fingerprint
+
+TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+SPEC = dataclasses.replace(TASK.workloads_for(Mode.INTERPRET)[0], bytes=1e9, flops=0.0)
+MODEL_SEED, FP_SEED = 11, 7
+CEILINGS = {"ceilings": {"peak_tflops_bf16": 700.0, "peak_tbps": 4.0}}  # floor: 0.25 ms
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return judge_module._Reference(TASK, Mode.INTERPRET)
+
+
+def prints_for(reference, seeds, *, answer_seed=None):
+    """Fingerprints of honest outputs (or of another seed's output, for a stale kernel)."""
+    out = []
+    for seed in seeds:
+        expected = reference.outputs(SPEC.params, answer_seed or seed, MODEL_SEED)
+        out.append({"seed": seed, "fp": fingerprint(expected, seed=FP_SEED)})
+    return out
+
+
+def observe(reference, *, median=1.0, batch=None, stale=False):
+    seen = Observed()
+    answer = 999 if stale else None
+    seen.timings[SPEC.name] = {
+        "sub_ms": [median] * 20,
+        "ref_ms": [2.0 * median] * 20,
+        "prints": prints_for(reference, range(100, 105), answer_seed=answer),
+        "batch_prints": prints_for(reference, range(200, 202), answer_seed=answer),
+    }
+    seen.batches[SPEC.name] = batch or {
+        "calls": 10,
+        "event_ms": 10.0 * median,
+        "host_ms": 10.0 * median + 2,
+    }
+    seen.outputs[SPEC.name] = [{"host_ms": 55.0}]
+    return seen
+
+
+def run_judge(reference, seen, spec=SPEC):
+    entry = {"name": spec.name, "seeds": [MODEL_SEED], "timed": True}
+    return judge_module._judge_timing(TASK, spec, entry, seen, reference, FP_SEED, CEILINGS)
+
+
+def checks(seen):
+    return sorted({f["check"] for f in seen.flags})
+
+
+def test_honest_timed_calls_give_a_measurement_and_no_flag(reference):
+    seen = observe(reference)
+    measurement, extra, failure = run_judge(reference, seen)
+    assert failure == "" and seen.flags == []
+    assert measurement.speedup == pytest.approx(2.0)
+    assert measurement.cold_start_ms == 55.0
+    assert measurement.back_to_back_ms == pytest.approx(1.0)
+    assert extra["sol_fraction"] == pytest.approx(0.25)
+
+
+def test_stale_outputs_of_timed_calls_make_the_workload_incorrect(reference):
+    _, _, failure = run_judge(reference, observe(reference, stale=True))
+    assert "differs from the reference" in failure
+
+
+def test_host_clock_far_beyond_the_events_is_escaped_work(reference):
+    seen = observe(reference, batch={"calls": 10, "event_ms": 10.0, "host_ms": 200.0})
+    run_judge(reference, seen)
+    assert "escaped_work" in checks(seen)
+
+
+def test_a_median_far_below_what_the_host_clock_saw_is_inconsistent(reference):
+    # Reported median 1 ms, but the orchestrator's clock saw 10 ms per call.
+    seen = observe(reference, batch={"calls": 10, "event_ms": 100.0, "host_ms": 105.0})
+    run_judge(reference, seen)
+    assert checks(seen) == ["timing_inconsistent"]
+
+
+def test_launch_bound_small_kernels_are_not_flagged(reference):
+    seen = observe(reference, median=0.01, batch={"calls": 100, "event_ms": 5.0, "host_ms": 8.0})
+    run_judge(reference, seen, spec=dataclasses.replace(SPEC, bytes=1e7))  # floor 2.5 us
+    assert seen.flags == []
+
+
+def test_a_time_below_the_speed_of_light_floor_is_flagged(reference):
+    seen = observe(reference)
+    run_judge(reference, seen, spec=dataclasses.replace(SPEC, bytes=1e10))  # floor 2.5 ms
+    assert "faster_than_light" in checks(seen)
+
+
+def result(status):
+    return WorkloadResult(
+        name="w", role=WorkloadRole.CHECK, hidden=False, status=status, message="why"
+    )
+
+
+def seen_with(**fields):
+    seen = Observed(started=True, ready=True, done=True)
+    for key, value in fields.items():
+        setattr(seen, key, value)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("run", "seen", "results", "status"),
+    [
+        (
+            ChildRun(returncode=-9, killed_for="timeout"),
+            seen_with(flags=[{"check": "x"}]),
+            [],
+            Status.TIMEOUT,
+        ),
+        (ChildRun(returncode=-9, killed_for="memory"), seen_with(), [], Status.OUT_OF_MEMORY),
+        (ChildRun(returncode=1), seen_with(started=False), [], Status.WORKER_ERROR),
+        (
+            ChildRun(returncode=0),
+            seen_with(flags=[{"check": "forbidden_op", "detail": ""}]),
+            [result(Status.CORRECT)],
+            Status.FLAGGED,
+        ),
+        (
+            ChildRun(returncode=0),
+            seen_with(done=False, error={"kind": "compile_error"}),
+            [],
+            Status.COMPILE_ERROR,
+        ),
+        (
+            ChildRun(returncode=139, isolation="bwrap"),
+            seen_with(done=False),
+            [],
+            Status.RUNTIME_ERROR,
+        ),
+        (ChildRun(returncode=0), seen_with(), [result(Status.INCORRECT)], Status.INCORRECT),
+        (ChildRun(returncode=0), seen_with(), [], Status.WORKER_ERROR),
+        (ChildRun(returncode=0), seen_with(), [result(Status.CORRECT)], Status.CORRECT),
+    ],
+)
+def test_one_status_in_order_of_precedence(run, seen, results, status):
+    assert _decide(run, seen, results, expected=1)[0] is status
+
+
+def test_a_crash_under_bubblewrap_names_its_signal():
+    _, message = _decide(ChildRun(returncode=139, isolation="bwrap"), seen_with(done=False), [], 1)
+    assert "signal 11" in message
