@@ -19,11 +19,9 @@ every process the child left behind (it is a child subreaper).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -33,12 +31,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from . import proctree
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent  # folder holding `evaluator/`
 SANDBOX_ROOT = "/d2k"
 SANDBOX_WORK = f"{SANDBOX_ROOT}/work"
 SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-PR_SET_CHILD_SUBREAPER = 36
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -94,14 +93,6 @@ def _userns_args() -> list[str]:
     if os.geteuid() == 0:
         return ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
     return []
-
-
-def _become_subreaper() -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _python_binds() -> list[str]:
@@ -241,87 +232,6 @@ def _set_limits(limits: Limits, nproc: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
 
-def _processes_of_uid(uid: int) -> int:
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    count += 1
-            except OSError:
-                continue
-    return count
-
-
-def _descendants(root_pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read().decode(errors="replace")
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root_pid]
-    while stack:
-        pid = stack.pop()
-        for child in children.get(pid, []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def _memory_bytes(pids: Sequence[int]) -> int:
-    """Proportional set size of the tree: shared pages (a fork's) are not counted twice."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
-def _kill_tree(proc: subprocess.Popen, extra: Sequence[int] = ()) -> None:
-    pids = [proc.pid, *_descendants(proc.pid), *extra]
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap_orphans() -> None:
-    """Kill and reap whatever the child left behind (we are its subreaper)."""
-    for _ in range(50):
-        strays = _descendants(os.getpid())
-        strays = [p for p in strays if p != os.getpid()]
-        if not strays:
-            return
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        except ChildProcessError:
-            pass
-        time.sleep(0.05)
-
-
 class _Reader(threading.Thread):
     """Reads JSON lines from the result pipe, stamping each with the host clock."""
 
@@ -364,13 +274,13 @@ def run_child(
     gpu: bool,
 ) -> ChildRun:
     """Run the harness child; `python_args` may name the result fd as `{fd}`."""
-    _become_subreaper()
+    proctree.become_subreaper()
     read_fd, write_fd = os.pipe()
     args = [a.replace("{fd}", str(write_fd)) for a in python_args]
     argv, proc_env, level = sandbox_command(
         python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu
     )
-    nproc = _processes_of_uid(os.getuid()) + limits.max_processes
+    nproc = proctree.processes_of_uid(os.getuid()) + limits.max_processes
     result = ChildRun(returncode=None, isolation=level)
     reader = _Reader(read_fd, result)
     started = time.monotonic()
@@ -391,8 +301,8 @@ def run_child(
     try:
         while proc.poll() is None:
             elapsed = time.monotonic() - started
-            tree = [proc.pid, *_descendants(proc.pid)]
-            rss = _memory_bytes(tree)
+            tree = [proc.pid, *proctree.descendants(proc.pid)]
+            rss = proctree.memory_bytes(tree)
             result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
             if elapsed > limits.timeout_s:
                 result.killed_for = "timeout"
@@ -401,19 +311,19 @@ def run_child(
             elif len(tree) > limits.max_processes + 8:
                 result.killed_for = "processes"
             if result.killed_for:
-                _kill_tree(proc, tree)
+                proctree.kill_tree(proc, tree)
                 break
             time.sleep(0.05 if elapsed < 2 else 0.2)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            _kill_tree(proc)
+            proctree.kill_tree(proc)
             proc.wait()
     finally:
         if proc.poll() is None:
-            _kill_tree(proc)
+            proctree.kill_tree(proc)
             proc.wait()
-        _reap_orphans()
+        proctree.reap_orphans()
     reader.join(timeout=10)
     result.returncode = proc.returncode
     result.wall_seconds = time.monotonic() - started

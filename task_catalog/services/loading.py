@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Max
@@ -24,7 +23,7 @@ from evaluator.harness.formula import FormulaError, evaluate_formula
 from evaluator.harness.package import TaskPackageError, iter_task_dirs, load_task
 from evaluator.harness.spec import TaskSpec, WorkloadRole
 
-from .models import DesignProperty, Guidance, Level, Task, TaskVersion, Workload
+from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
 
 MEASURED_FIELDS = (
     "reference_source",
@@ -344,81 +343,3 @@ def _tolerances_check(tolerances: Any) -> None:
             raise ValidationError(f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2")
         if not all(isinstance(v, int | float) and v >= 0 for v in entry.values()):
             raise ValidationError(f"tolerances[{dtype!r}] values must be non-negative numbers")
-
-
-def task_version_write_package(*, version: TaskVersion, directory: Path) -> Path:
-    """Write `version` (and its task's read content) as directory/<slug>/ on disk."""
-    task = version.task
-    folder = Path(directory) / task.slug
-    (folder / "guidance").mkdir(parents=True, exist_ok=True)
-    workloads = list(version.workloads.all())
-    guidance = {g.level: g for g in task.guidance.all()}
-    meta: dict[str, Any] = {
-        "slug": task.slug,
-        "title": task.title,
-        "category": task.category,
-        "seeds": version.seeds,
-        "inplace": version.inplace,
-        "forbidden_ops": list(version.forbidden_ops),
-        "tolerances": version.tolerances,
-        "workloads": [_workload_toml(w) for w in workloads if w.role == Workload.Role.TIMED],
-        "hidden": [_workload_toml(w) for w in workloads if w.role == Workload.Role.HIDDEN],
-        "checks": [
-            {**_workload_toml(w), "hidden": w.hidden}
-            for w in workloads
-            if w.role == Workload.Role.CHECK
-        ],
-        "guidance": {
-            level: {"depends_on": list(guidance[level].depends_on)}
-            for level in Level.values
-            if level in guidance
-        },
-        "properties": [
-            {
-                "key": p.key,
-                "level": p.level,
-                "title": p.title,
-                "description": p.description,
-                "weight": p.weight,
-                "depends_on": list(p.depends_on),
-                "detector": p.detector or {"kind": "manual"},
-            }
-            for p in task.properties.all()
-        ],
-    }
-    if not meta["hidden"]:
-        del meta["hidden"]
-    (folder / "task.toml").write_text(tomli_w.dumps(meta))
-    (folder / "statement.md").write_text(task.statement)
-    (folder / "reference.py").write_text(version.reference_source)
-    (folder / "expert.py").write_text(version.expert_source)
-    for level in Level.values:
-        text = guidance[level].text if level in guidance else ""
-        (folder / "guidance" / f"{level}.md").write_text(text)
-    return folder
-
-
-def _workload_toml(workload: Workload) -> dict[str, Any]:
-    return {
-        "name": workload.name,
-        "params": workload.params,
-        "flops": workload.flops_formula or workload.flops,
-        "bytes": workload.bytes_formula or workload.bytes,
-    }
-
-
-def catalog_export(*, directory: Path) -> list[Path]:
-    """Write every task's current version as a package under `directory`."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tasks = (
-        Task.objects.filter(current_version__isnull=False)
-        .select_related("current_version")
-        .prefetch_related("current_version__workloads", "guidance", "properties")
-    )
-    folders = []
-    for task in tasks:
-        version = task.current_version
-        version.task = task  # keeps the prefetched guidance and properties
-        folders.append(task_version_write_package(version=version, directory=directory))
-    return folders

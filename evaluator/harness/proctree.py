@@ -1,0 +1,106 @@
+"""The process tree of a sandboxed run: finding, measuring, killing and reaping it.
+
+Linux only (it reads /proc). The orchestrator makes itself a child subreaper,
+so processes the submission double-forks or detaches are re-parented to it
+and can still be found and killed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def processes_of_uid(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def descendants(root_pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root_pid]
+    while stack:
+        pid = stack.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def memory_bytes(pids: Sequence[int]) -> int:
+    """Proportional set size of the tree: shared pages (a fork's) are not counted twice."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def kill_tree(proc: subprocess.Popen, extra: Sequence[int] = ()) -> None:
+    pids = [proc.pid, *descendants(proc.pid), *extra]
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def reap_orphans() -> None:
+    """Kill and reap whatever the child left behind (we are its subreaper)."""
+    for _ in range(50):
+        strays = descendants(os.getpid())
+        strays = [p for p in strays if p != os.getpid()]
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)

@@ -1,0 +1,26 @@
+"""Writes of the task catalog: loading packages, new versions, export."""
+
+from .export import catalog_export, task_version_write_package
+from .loading import (
+    WORKLOAD_FIELDS,
+    CatalogLoadReport,
+    LoadAction,
+    TaskLoadResult,
+    catalog_load,
+    measured_content_hash,
+    task_version_update,
+    task_version_validate,
+)
+
+__all__ = [
+    "WORKLOAD_FIELDS",
+    "CatalogLoadReport",
+    "LoadAction",
+    "TaskLoadResult",
+    "catalog_export",
+    "catalog_load",
+    "measured_content_hash",
+    "task_version_update",
+    "task_version_validate",
+    "task_version_write_package",
+]
