@@ -90,6 +90,7 @@ class Child:
         self.threads = honesty.live_python_threads()
         self.sub: Any = None
         self.l2_reported = False
+        self.escape_reported = False
         self._previous_inputs: dict[str, list] = {}
 
     # -- helpers ------------------------------------------------------------
@@ -255,11 +256,16 @@ class Child:
                     if persisting and not self.l2_reported:
                         self.l2_reported = True
                         self.chan.send("l2_persistence", workload=name, bytes=persisting)
-                    # Fingerprint straight after the call's own stream finished:
-                    # work left running elsewhere shows up as a wrong print.
-                    prints.append(
-                        {"seed": seed, "fp": timing.fingerprint(_as_tuple(out), seed=fp_seed)}
-                    )
+                    # Fingerprint straight after the call's own stream finished,
+                    # and again once the whole device has: work left running on
+                    # another stream or thread changes the output in between.
+                    fp = timing.fingerprint(_as_tuple(out), seed=fp_seed)
+                    prints.append({"seed": seed, "fp": fp})
+                    self.sync()
+                    settled = timing.fingerprint(_as_tuple(out), seed=fp_seed)
+                    if json.dumps(settled) != json.dumps(fp) and not self.escape_reported:
+                        self.escape_reported = True
+                        self.chan.send("escaped", workload=name, call=call)
                     del out
                 self.sync()
                 if call >= cfg["max_calls"]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Sent by the child's own checks: allowed between any two protocol messages.
-INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence"}
+INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped"}
 
 
 def flag(check: str, detail: str) -> dict[str, str]:
@@ -122,6 +122,14 @@ def _informational(seen: Observed, msg: dict) -> None:
     event = msg["event"]
     if event == "bad_output":
         seen.flags.append(flag("output_type", str(msg.get("message"))))
+    elif event == "escaped":
+        seen.flags.append(
+            flag(
+                "escaped_work",
+                f"{msg.get('workload')}: the output of timed call {msg.get('call')} changed after "
+                "the call's own stream had finished (work on another stream or thread)",
+            )
+        )
     elif event == "l2_persistence":
         seen.flags.append(
             flag(
