@@ -1,8 +1,8 @@
 """Reads of the accounts app."""
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 
-def token_get(*, user: AbstractBaseUser) -> Token | None:
+def token_get(*, user: User) -> Token | None:
     return Token.objects.filter(user=user).first()

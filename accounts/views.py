@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from accounts.forms import SignupForm
 from accounts.selectors import token_get
 from accounts.services import token_regenerate, user_create
+from core.auth import authenticated_user
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -28,12 +29,16 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def profile(request: HttpRequest) -> HttpResponse:
-    return render(request, "accounts/profile.html", {"token": token_get(user=request.user)})
+    return render(
+        request,
+        "accounts/profile.html",
+        {"token": token_get(user=authenticated_user(request.user))},
+    )
 
 
 @login_required
 @require_POST
 def token_regenerate_view(request: HttpRequest) -> HttpResponse:
-    token_regenerate(user=request.user)
+    token_regenerate(user=authenticated_user(request.user))
     messages.success(request, "A new API token was issued; the old one no longer works.")
     return redirect("accounts:profile")

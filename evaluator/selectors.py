@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Prefetch
 
 from evaluator.models import Evaluation, WorkloadResult
@@ -59,7 +59,7 @@ def evaluation_latest_for_submission(*, submission: Submission) -> Evaluation | 
 
 
 def evaluation_view_for_viewer(
-    *, evaluation: Evaluation, user: AbstractBaseUser | AnonymousUser
+    *, evaluation: Evaluation, user: User | AnonymousUser
 ) -> EvaluationView:
     """The evaluation as `user` may see it (results must be prefetched or are fetched)."""
     results = [{f: getattr(r, f) for f in RESULT_FIELDS} for r in evaluation.results.all()]

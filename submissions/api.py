@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.auth import authenticated_user
 from evaluator.selectors import (
     RESULT_FIELDS,
     evaluation_latest_for_submission,
@@ -23,6 +24,7 @@ from evaluator.selectors import (
 from submissions.models import Submission
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
 from submissions.services import submission_create
+from task_catalog.models import Task
 
 # Copied from the Evaluation row as they are; message, log and results go through
 # evaluation_view_for_viewer, which hides hidden workloads from non-staff.
@@ -80,13 +82,15 @@ class EvaluationSerializer(serializers.Serializer):
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
-    task = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    task: serializers.SlugRelatedField[Task] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     task_version = serializers.IntegerField(source="task_version.number", read_only=True)
     owner = serializers.CharField(source="owner.username", read_only=True)
 
     class Meta:
         model = Submission
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "task",
             "task_version",
@@ -130,7 +134,9 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 class SubmissionCreateSerializer(serializers.Serializer):
     task = serializers.CharField(help_text="The task's slug.")
     file = serializers.FileField(required=False, help_text="Multipart upload of the .py file.")
-    source = serializers.CharField(
+    # The stubs see Field.source (a str) here; DRF's serializer metaclass moves declared
+    # fields off the class, so the API's `source` field shadows nothing at run time.
+    source = serializers.CharField(  # type: ignore[assignment]
         required=False, allow_blank=True, trim_whitespace=False, help_text="Or the source, as JSON."
     )
     filename = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -158,7 +164,7 @@ class SubmissionListCreateApi(APIView):
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(
-            submission_list_for_owner(owner=request.user), request, view=self
+            submission_list_for_owner(owner=authenticated_user(request.user)), request, view=self
         )
         return paginator.get_paginated_response(SubmissionListItemSerializer(page, many=True).data)
 
@@ -175,7 +181,7 @@ class SubmissionListCreateApi(APIView):
             source, filename = data["source"], data.get("filename")
         try:
             submission = submission_create(
-                owner=request.user,
+                owner=authenticated_user(request.user),
                 task=data["task"],
                 source=source,
                 filename=filename,

@@ -32,6 +32,8 @@ class UploadForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if data is None:  # forms.Form.clean() returns cleaned_data; the stubs allow None.
+            raise RuntimeError("forms.Form.clean() returned None instead of cleaned_data.")
         upload, pasted = data.get("file"), data.get("source") or ""
         if upload and pasted.strip():
             raise ValidationError("Upload a file or paste the source, not both.")
@@ -62,7 +64,8 @@ class UploadForm(forms.Form):
         """Show a ValidationError of submission_create on the field it concerns."""
         source_field = "file" if self.cleaned_data.get("file") else "source"
         errors = error.message_dict if hasattr(error, "error_dict") else {None: error.messages}
+        field_for: dict[str | None, str] = {"source": source_field, "task": "task"}
         for key, messages in errors.items():
-            field = {"source": source_field, "task": "task"}.get(key)
+            field = field_for.get(key)
             for message in messages:
                 self.add_error(field, message)

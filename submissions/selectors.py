@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
@@ -10,7 +10,7 @@ from evaluator.models import Evaluation
 from submissions.models import Submission
 
 
-def _can_view(*, user: AbstractBaseUser | AnonymousUser, submission: Submission) -> bool:
+def _can_view(*, user: User | AnonymousUser, submission: Submission) -> bool:
     if submission.is_public:
         return True
     if not user.is_authenticated:
@@ -18,9 +18,7 @@ def _can_view(*, user: AbstractBaseUser | AnonymousUser, submission: Submission)
     return user.is_staff or submission.owner_id == user.pk
 
 
-def submission_get_for_viewer(
-    *, user: AbstractBaseUser | AnonymousUser, pk: int | str
-) -> Submission:
+def submission_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> Submission:
     """The submission if `user` may see it: public ones to everyone, private ones to the
     owner and staff. Anything else, including a malformed id, is a 404 (never a 403, so
     a private submission's existence is not revealed)."""
@@ -41,7 +39,7 @@ def _latest_evaluation(field: str) -> Subquery:
     return Subquery(latest.values(field)[:1])
 
 
-def submission_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[Submission]:
+def submission_list_for_owner(*, owner: User) -> QuerySet[Submission]:
     """The owner's submissions, newest first, each annotated with its latest evaluation's
     `latest_status`, `latest_evaluation_id` and `latest_message`: one query."""
     return (

@@ -6,7 +6,7 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -67,7 +67,7 @@ def _task_resolve(task: Task | str | None) -> Task:
 
 def submission_create(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     task: Task | str,
     source: str | bytes,
     filename: str | None = DEFAULT_FILENAME,

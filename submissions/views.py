@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from core.auth import authenticated_user
 from evaluator.selectors import evaluation_latest_for_submission, evaluation_view_for_viewer
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
@@ -15,7 +16,9 @@ def upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            submission = submission_create(owner=request.user, **form.submission_kwargs())
+            submission = submission_create(
+                owner=authenticated_user(request.user), **form.submission_kwargs()
+            )
         except ValidationError as exc:
             form.add_service_error(exc)
         else:
@@ -27,7 +30,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def mine(request: HttpRequest) -> HttpResponse:
-    submissions = submission_list_for_owner(owner=request.user)
+    submissions = submission_list_for_owner(owner=authenticated_user(request.user))
     return render(request, "submissions/mine.html", {"submissions": submissions})
 
 

@@ -48,22 +48,26 @@ class TaskAdmin(admin.ModelAdmin):
     inlines = [GuidanceInline, DesignPropertyInline]
 
 
+# A stored version's workloads, as the TaskVersion admin shows them.
+_WORKLOAD_FIELDS = (
+    "position",
+    "name",
+    "role",
+    "hidden",
+    "params",
+    "flops_formula",
+    "flops",
+    "bytes_formula",
+    "bytes",
+)
+
+
 class WorkloadInline(admin.TabularInline):
     model = Workload
     extra = 0
     can_delete = False
-    fields = [
-        "position",
-        "name",
-        "role",
-        "hidden",
-        "params",
-        "flops_formula",
-        "flops",
-        "bytes_formula",
-        "bytes",
-    ]
-    readonly_fields = fields
+    # Both the same tuple: a version's workloads are shown, never edited.
+    fields = readonly_fields = _WORKLOAD_FIELDS
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

@@ -105,7 +105,8 @@ class TaskDetailSerializer(serializers.ModelSerializer):
     @extend_schema(responses=WorkloadSerializer(many=True))
     def get_workloads(self, task: Task) -> list[dict]:
         # Only the public workloads the selector prefetched: never role=hidden nor hidden checks.
-        return WorkloadSerializer(task_public_workloads(task), many=True).data
+        # many=True makes a ListSerializer (data: a list); the stubs type it as the child's.
+        return WorkloadSerializer(task_public_workloads(task), many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(ExpertBaselineSerializer(allow_null=True))
     def get_baseline(self, task: Task) -> dict | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
@@ -21,6 +22,9 @@ from evaluator.models import (
 from evaluator.services.baselines import EXPERT_USERNAME, environment_gpu
 
 from .models import DesignProperty, Guidance, Level, Task, Workload
+
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency only.
+    from django_stubs_ext import WithAnnotations
 
 PUBLIC_WORKLOADS = Q(hidden=False) & ~Q(role=Workload.Role.HIDDEN)
 
@@ -94,6 +98,12 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+class _TimedResults(TypedDict):
+    """What task_ranking's Prefetch(to_attr=...) adds to each evaluation."""
+
+    timed_results: list[WorkloadResult]
+
+
 def task_ranking(*, task: Task, limit: int | None = None) -> list[RankingRow]:
     """The best ranked evaluation per owner on the task's current version (2 queries).
 
@@ -123,12 +133,13 @@ def task_ranking(*, task: Task, limit: int | None = None) -> list[RankingRow]:
         )
         .order_by("finished_at", "pk")
     )
-    best: dict[int, tuple[float, Evaluation]] = {}
+    best: dict[int, tuple[float, WithAnnotations[Evaluation, _TimedResults]]] = {}
     for evaluation in evaluations:
         speedups = [r.speedup for r in evaluation.timed_results]
-        if not speedups or any(s is None or s <= 0 for s in speedups):
+        known = [s for s in speedups if s is not None]
+        if not speedups or len(known) != len(speedups) or any(s <= 0 for s in known):
             continue
-        score = geometric_mean(speedups)
+        score = geometric_mean(known)
         owner_id = evaluation.submission.owner_id
         # Earlier results win ties: the list is ordered by finish time.
         if owner_id not in best or score > best[owner_id][0]:
@@ -143,7 +154,10 @@ def task_ranking(*, task: Task, limit: int | None = None) -> list[RankingRow]:
             submission_id=evaluation.submission_id,
             evaluation_id=evaluation.pk,
             speedup=score,
-            workload_speedups={r.name: r.speedup for r in evaluation.timed_results},
+            # Every speedup is set: an evaluation with a missing one is not ranked (above).
+            workload_speedups={
+                r.name: r.speedup for r in evaluation.timed_results if r.speedup is not None
+            },
             finished_at=evaluation.finished_at,
         )
         for rank, (score, evaluation) in enumerate(ordered, start=1)

@@ -3,6 +3,8 @@
 from importlib.util import find_spec
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .env import BASE_DIR, env
 
 SECRET_KEY = env("D2K_SECRET_KEY", default="insecure-development-key-change-me")
@@ -81,9 +83,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("D2K_STATIC_ROOT", default=BASE_DIR / "staticfiles")
 # plotly.js is served from the installed plotly package (no CDN): static/vendor/plotly/plotly.min.js
+_plotly_spec = find_spec("plotly")
+if _plotly_spec is None or _plotly_spec.origin is None:
+    raise ImproperlyConfigured("The plotly package (a dependency) is not installed.")
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("vendor/plotly", Path(find_spec("plotly").origin).parent / "package_data"),
+    ("vendor/plotly", Path(_plotly_spec.origin).parent / "package_data"),
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

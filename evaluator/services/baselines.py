@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from evaluator.models import Evaluation
@@ -74,7 +74,7 @@ def baseline_import(*, data: dict[str, Any], source_label: str) -> BaselineImpor
     tasks = Task.objects.filter(slug__in=list(verdicts)).select_related("current_version")
     tasks_by_slug = {task.slug: task for task in tasks}
     lines = []
-    expert: AbstractBaseUser | None = None
+    expert: User | None = None
     for slug, (verdict, digest) in verdicts.items():
         task = tasks_by_slug.get(slug)
         if task is None:
@@ -152,7 +152,7 @@ def _workload_mismatch(*, version: TaskVersion, verdict: Verdict) -> str:
     )
 
 
-def _expert_user() -> AbstractBaseUser:
+def _expert_user() -> User:
     user_model = get_user_model()
     user = user_model.objects.filter(**{user_model.USERNAME_FIELD: EXPERT_USERNAME}).first()
     if user is None:
@@ -168,7 +168,7 @@ def _baseline_store(
     version: TaskVersion,
     verdict: Verdict,
     digest: str,
-    expert: AbstractBaseUser,
+    expert: User,
     source_label: str,
 ) -> BaselineLine:
     slug = version.task.slug

@@ -7,7 +7,7 @@ import os
 import socket
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -159,7 +159,7 @@ def _evaluation_store(*, evaluation: Evaluation, verdict: Verdict) -> Evaluation
 
 
 def evaluation_review(
-    *, evaluation: Evaluation, decision: str, note: str = "", reviewer: AbstractBaseUser
+    *, evaluation: Evaluation, decision: str, note: str = "", reviewer: User
 ) -> Evaluation:
     """An admin's decision on a flagged result: `hacked` hides it from rankings (the
     evidence stays), `cleared` lets it count. The status stays `flagged` either way."""

@@ -87,6 +87,8 @@ def catalog_export(*, directory: Path) -> list[Path]:
     folders = []
     for task in tasks:
         version = task.current_version
+        if version is None:  # excluded by the query's current_version__isnull=False
+            raise RuntimeError(f"Task {task.slug!r} has no current version.")
         version.task = task  # keeps the prefetched guidance and properties
         folders.append(task_version_write_package(version=version, directory=directory))
     return folders

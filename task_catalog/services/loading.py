@@ -199,7 +199,11 @@ def _assign(instance: models.Model, values: Mapping[str, Any]) -> bool:
 
 
 def _upsert_children(
-    *, task: Task, model: type[models.Model], key: str, rows: Iterable[dict[str, Any]]
+    *,
+    task: Task,
+    model: type[Guidance] | type[DesignProperty],
+    key: str,
+    rows: Iterable[dict[str, Any]],
 ) -> None:
     existing = {getattr(obj, key): obj for obj in model.objects.filter(task=task)}
     seen = set()
@@ -291,7 +295,8 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
     unknown = set(measured_fields) - set(MEASURED_FIELDS)
     if unknown:
         raise ValidationError(f"not measured content: {sorted(unknown)}")
-    current = TaskVersion.objects.filter(pk=task.current_version_id).first()
+    # django-stubs rejects None in an exact lookup; Django makes it IS NULL (no row).
+    current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # type: ignore[misc]
     if current is not None:
         measured = _measured_from_version(current)
     else:

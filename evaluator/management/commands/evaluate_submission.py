@@ -16,5 +16,7 @@ class Command(BaseCommand):
         if submission is None:
             raise CommandError(f"No submission #{submission_id}.")
         evaluation = evaluation_create(submission=submission, enqueue=False)
-        evaluation = evaluation_run(evaluation_id=evaluation.pk, requeue=False)
-        self.stdout.write(evaluation_verdict_line(evaluation=evaluation))
+        finished = evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+        if finished is None:  # only if the new evaluation was deleted meanwhile
+            raise CommandError(f"Evaluation #{evaluation.pk} disappeared before it ran.")
+        self.stdout.write(evaluation_verdict_line(evaluation=finished))
