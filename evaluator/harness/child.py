@@ -9,7 +9,6 @@ are the submission's log.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -24,6 +23,7 @@ import torch
 import torch._dynamo
 
 from evaluator.harness import honesty, timing
+from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 
 _perf_counter = time.perf_counter
 
@@ -38,16 +38,6 @@ class Channel:
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
-
-
-def _load_module(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def classify(exc: BaseException) -> str:
@@ -71,10 +61,6 @@ def _describe(exc: BaseException) -> str:
     return summary[:2000]
 
 
-def _as_tuple(value: Any) -> tuple:
-    return tuple(value) if isinstance(value, tuple | list) else (value,)
-
-
 class Child:
     def __init__(self, job: dict, channel: Channel):
         self.job = job
@@ -85,7 +71,7 @@ class Child:
         self.device = torch.device(job.get("device") or ("cuda" if self.mode == "cuda" else "cpu"))
         self.out_dir = Path(job["out_dir"])
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.ref = _load_module(job["reference"], "d2k_reference")
+        self.ref = load_module(job["reference"], "d2k_reference")
         self.guard = honesty.PatchGuard()
         self.threads = honesty.live_python_threads()
         self.sub: Any = None
@@ -95,18 +81,10 @@ class Child:
 
     # -- helpers ------------------------------------------------------------
     def inputs(self, params: dict, seed: int) -> list:
-        torch.manual_seed(seed)
-        with torch.device(self.device):
-            return list(self.ref.get_inputs(**params))
-
-    def init_inputs(self, params: dict) -> list:
-        with torch.device(self.device):
-            return list(self.ref.get_init_inputs(**params))
+        return make_inputs(self.ref, params, seed, self.device)
 
     def construct(self, cls: type, params: dict, seed: int) -> torch.nn.Module:
-        torch.manual_seed(seed)
-        with torch.device(self.device):
-            return cls(*self.init_inputs(params))
+        return make_model(cls, self.ref, params, seed, self.device)
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -123,7 +101,7 @@ class Child:
     # -- phases -------------------------------------------------------------
     def load_submission(self) -> bool:
         try:
-            self.sub = _load_module(self.job["submission"], "submission")
+            self.sub = load_module(self.job["submission"], "submission")
         except BaseException as exc:
             self.chan.send("error", kind=classify(exc), phase="import", message=_describe(exc))
             traceback.print_exc()
@@ -169,8 +147,7 @@ class Child:
             self._previous_inputs[name] = inputs
             model = self.construct(self.sub.ModelNew, params, seed)
             originals = [x.clone() if torch.is_tensor(x) else x for x in inputs]
-            nbytes = sum(x.numel() * x.element_size() for x in inputs if torch.is_tensor(x))
-            honesty.poison_allocator(self.device, 2 * nbytes)
+            honesty.poison_allocator(self.device, 2 * _bytes_of(inputs))
             self.sync()
             recorder = honesty.OpRecorder()
             t0 = _perf_counter()
@@ -188,7 +165,7 @@ class Child:
             )
             traceback.print_exc()
             return False
-        outputs = _as_tuple(result)
+        outputs = as_tuple(result)
         problems = [
             f"output {i} is {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor"
             for i, o in enumerate(outputs)
@@ -259,10 +236,10 @@ class Child:
                     # Fingerprint straight after the call's own stream finished,
                     # and again once the whole device has: work left running on
                     # another stream or thread changes the output in between.
-                    fp = timing.fingerprint(_as_tuple(out), seed=fp_seed)
+                    fp = timing.fingerprint(as_tuple(out), seed=fp_seed)
                     prints.append({"seed": seed, "fp": fp})
                     self.sync()
-                    settled = timing.fingerprint(_as_tuple(out), seed=fp_seed)
+                    settled = timing.fingerprint(as_tuple(out), seed=fp_seed)
                     if json.dumps(settled) != json.dumps(fp) and not self.escape_reported:
                         self.escape_reported = True
                         self.chan.send("escaped", workload=name, call=call)
@@ -342,7 +319,7 @@ class Child:
         self.chan.send("batch_end", workload=name, calls=calls, event_ms=start.elapsed_time(end))
         fp_seed = self.job["fingerprint_seed"]
         return [
-            {"seed": seed0 + k, "fp": timing.fingerprint(_as_tuple(o), seed=fp_seed)}
+            {"seed": seed0 + k, "fp": timing.fingerprint(as_tuple(o), seed=fp_seed)}
             for k, o in enumerate(outs)
         ]
 

@@ -6,10 +6,8 @@ outputs are computed here, from the same secret seeds the child used.
 
 from __future__ import annotations
 
-import importlib.util
 import secrets
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -17,6 +15,7 @@ from .compare import Comparison, compare_tensor, dtype_name
 from .protocol import Observed, flag
 from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
 from .timing import fingerprint, summarize
+from .workload import as_tuple, load_module, make_inputs, make_model
 
 SAMPLED_TIMED_CALLS = 6
 SAMPLED_BATCH_CALLS = 2
@@ -31,34 +30,17 @@ LAUNCH_ALLOWANCE_MS = 0.1
 SOL_FLOOR_MARGIN = 0.85
 
 
-def _load_reference(task: TaskSpec):
-    spec = importlib.util.spec_from_file_location(
-        f"d2k_reference_{task.slug}", Path(task.directory) / "reference.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _as_tuple(value: Any) -> tuple:
-    return tuple(value) if isinstance(value, tuple | list) else (value,)
-
-
 class _Reference:
     def __init__(self, task: TaskSpec, mode: Mode):
-        self.module = _load_reference(task)
+        path = str(Path(task.directory) / "reference.py")
+        self.module = load_module(path, f"d2k_reference_{task.slug}")
         self.device = torch.device("cuda" if mode is Mode.CUDA else "cpu")
 
     def outputs(self, params: dict, seed: int, model_seed: int) -> tuple:
-        torch.manual_seed(seed)
-        with torch.device(self.device):
-            inputs = list(self.module.get_inputs(**params))
-            init = list(self.module.get_init_inputs(**params))
-        torch.manual_seed(model_seed)
-        with torch.device(self.device), torch.no_grad():
-            model = self.module.Model(*init)
-            return _as_tuple(model(*inputs))
+        inputs = make_inputs(self.module, params, seed, self.device)
+        model = make_model(self.module.Model, self.module, params, model_seed, self.device)
+        with torch.no_grad():
+            return as_tuple(model(*inputs))
 
 
 def judge(task, mode, plan, seen: Observed, workdir: Path, env_info) -> list[WorkloadResult]:
@@ -137,7 +119,7 @@ def _load_outputs(path: Path, device: torch.device) -> tuple:
         loaded = torch.load(path, map_location=device, weights_only=True)
     except Exception as exc:
         return (f"unreadable output file: {type(exc).__name__}",)
-    return _as_tuple(loaded)
+    return as_tuple(loaded)
 
 
 def _compare_all(got: tuple, expected: tuple, task: TaskSpec):

@@ -41,8 +41,6 @@ TIMING = {
 }
 
 
-# Timed calls whose outputs are re-checked against the reference, chosen
-# after the fact so the child cannot know which ones count.
 def evaluate(
     *,
     task: TaskSpec,
