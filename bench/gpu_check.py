@@ -140,7 +140,9 @@ def main() -> None:
         wanted = args.cases.split(",") if args.cases else None
         cases = [c for c in CASES if wanted is None or c.number in wanted]
         for case in cases:
-            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file, timeout=60)
+            # An endless loop is caught by the watchdog whatever the limit: keep it short.
+            limit = 20 if "timeout" in case.expected else 60
+            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file, timeout=limit)
             print_verdict(case.task, case.file, v)
             results[case.file] = {"expected": case.expected, **v}
             save(args.out, args.what, results)

@@ -94,19 +94,28 @@ def evaluate(
 def _decide(
     run: sandbox.ChildRun, seen: Observed, results: list[WorkloadResult], expected: int
 ) -> tuple[Status, str]:
-    """One status for the evaluation, in order of precedence (docs/evaluator.md)."""
+    """One status for the evaluation, in order of precedence (docs/evaluator.md).
+
+    Evidence of cheating outranks the way the process ended: a kernel that
+    patches the timer and then hangs is held for review as `flagged`, with the
+    kill named in the message, not filed away as a plain timeout.
+    """
+    killed: tuple[Status, str] | None = None
     if run.killed_for == "timeout":
-        return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
-    if run.killed_for == "memory":
+        killed = Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
+    elif run.killed_for == "memory":
         gib = run.peak_rss_bytes / 2**30
-        return Status.OUT_OF_MEMORY, f"killed for using {gib:.1f} GiB of host memory"
-    if run.killed_for == "processes":
-        return Status.RUNTIME_ERROR, "killed for starting too many processes"
-    if not seen.started:
-        return Status.WORKER_ERROR, f"the sandbox did not start (exit code {run.returncode})"
+        killed = Status.OUT_OF_MEMORY, f"killed for using {gib:.1f} GiB of host memory"
+    elif run.killed_for == "processes":
+        killed = Status.RUNTIME_ERROR, "killed for starting too many processes"
     if seen.flags:
         checks = sorted({f["check"] for f in seen.flags})
-        return Status.FLAGGED, "honesty check fired: " + ", ".join(checks)
+        message = "honesty check fired: " + ", ".join(checks)
+        return Status.FLAGGED, f"{message} (then {killed[1]})" if killed else message
+    if killed:
+        return killed
+    if not seen.started:
+        return Status.WORKER_ERROR, f"the sandbox did not start (exit code {run.returncode})"
     if seen.error is not None:
         kind = str(seen.error.get("kind", "runtime_error"))
         status = Status(kind) if kind in set(Status) else Status.RUNTIME_ERROR

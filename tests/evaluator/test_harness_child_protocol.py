@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import orchestrate, protocol
+from evaluator.harness import judge, orchestrate, protocol
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
 
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
-    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path):
+    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log)."""
+    task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
     plan = orchestrate._plan(task, checks, Mode.CUDA)
     for workload in plan["workloads"]:
@@ -33,10 +34,10 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     job = {
         "mode": "cuda",
         "device": "cpu",
-        "reference": str(DEFAULT_CATALOG_DIR / "row_softmax" / "reference.py"),
-        "submission": str(DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"),
+        "reference": str(DEFAULT_CATALOG_DIR / slug / "reference.py"),
+        "submission": str(submission),
         "out_dir": str(tmp_path / "out"),
-        "inplace": False,
+        "inplace": task.inplace,
         "timing": {
             **orchestrate.TIMING,
             "min_calls": 3,
@@ -73,10 +74,47 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
     messages = [(float(i), json.loads(line)) for i, line in enumerate(lines)]
 
-    seen = protocol.collect(messages, plan)
+    return task, plan, protocol.collect(messages, plan), log
+
+
+def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    task, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert)
+    checks = task.workloads_for(Mode.INTERPRET)[:2]
     assert seen.flags == [], (seen.flags, log[-3000:])
     assert seen.done and seen.error is None
     assert set(seen.timings) == set(seen.batches) == {w.name for w in checks}
     for name, timing in seen.timings.items():
         assert timing["sub_ms"] and timing["ref_ms"] and timing["prints"]
         assert seen.batches[name]["calls"] >= 2
+
+
+def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
+    # On the H200 the rotary expert (in place) once came back incorrect: the
+    # batch's untimed warm-up pass rotated the inputs that the timed pass then
+    # rotated again. Every timed and batch output must match its own inputs.
+    expert = DEFAULT_CATALOG_DIR / "rotary_embedding" / "expert.py"
+    task, plan, seen, log = run_child_with_fake_cuda(tmp_path, "rotary_embedding", expert)
+    assert task.inplace
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    reference = judge._Reference(task, Mode.INTERPRET)
+    for entry in plan["workloads"]:
+        timing = seen.timings[entry["name"]]
+        params = next(w for w in task.workloads if w.name == entry["name"]).params
+        for item in timing["prints"] + timing["batch_prints"]:
+            expected = reference.outputs(params, int(item["seed"]), entry["seeds"][0])
+            assert judge._fingerprint_matches(item["fp"], expected, plan["fingerprint_seed"], task)
+
+
+def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
+    # Exploit 17 sets torch.cuda.Event.elapsed_time to return 1e-6 ms. On the
+    # H200 that once made the launch-cover calibration spin for minutes (a
+    # timeout, not a flag). The harness times through the primitives it took
+    # before the import, so the patch is flagged and changes no figure.
+    kernel = ROOT / "tests" / "exploits" / "kernels" / "17_elapsed_time_near_zero.py"
+    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", kernel)
+    assert seen.done, log[-3000:]
+    assert {f["check"] for f in seen.flags} == {"monkeypatch"}
+    for name, timing in seen.timings.items():
+        assert min(timing["sub_ms"]) > 1e-3
+        assert seen.batches[name]["event_ms"] > 1e-3

@@ -121,10 +121,11 @@ def seen_with(**fields):
     [
         (
             ChildRun(returncode=-9, killed_for="timeout"),
-            seen_with(flags=[{"check": "x"}]),
+            seen_with(flags=[{"check": "monkeypatch"}]),
             [],
-            Status.TIMEOUT,
+            Status.FLAGGED,
         ),
+        (ChildRun(returncode=-9, killed_for="timeout"), seen_with(), [], Status.TIMEOUT),
         (ChildRun(returncode=-9, killed_for="memory"), seen_with(), [], Status.OUT_OF_MEMORY),
         (ChildRun(returncode=1), seen_with(started=False), [], Status.WORKER_ERROR),
         (
@@ -152,6 +153,12 @@ def seen_with(**fields):
 )
 def test_one_status_in_order_of_precedence(run, seen, results, status):
     assert _decide(run, seen, results, expected=1)[0] is status
+
+
+def test_a_flagged_kernel_that_was_killed_says_so():
+    run = ChildRun(returncode=-9, killed_for="timeout", wall_seconds=60.0)
+    _, message = _decide(run, seen_with(flags=[{"check": "monkeypatch"}]), [], 1)
+    assert message == "honesty check fired: monkeypatch (then killed after the 60 s time limit)"
 
 
 def test_a_crash_under_bubblewrap_names_its_signal():
