@@ -287,3 +287,29 @@ def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
     text = out.read_text()
     assert text.startswith("# Expert baselines\n")
     assert "Produced by: `make gpu`" in text
+
+
+# -- the committed GPU file ------------------------------------------------------------
+
+
+def test_the_committed_gpu_baselines_import_against_the_committed_catalog():
+    # docs/baselines.json is a real H200 run; `./d2k serve` imports it. If a catalog
+    # edit changes a task's workloads, this fails until the experts are re-measured.
+    from evaluator.harness.package import DEFAULT_CATALOG_DIR
+    from task_catalog.services import catalog_load
+
+    catalog_load(directory=DEFAULT_CATALOG_DIR)
+    data = json.loads((ROOT / "docs" / "baselines.json").read_text())
+    report = baseline_import(data=data, source_label="docs/baselines.json")
+    assert report.count("created") == len(data) == 13, str(report)
+    evaluations = Evaluation.objects.filter(submission__owner__username=EXPERT_USERNAME)
+    assert {e.status for e in evaluations} == {EvaluationStatus.CORRECT}
+    assert all("H200" in e.environment.get("gpu", "") for e in evaluations)
+
+
+def test_the_committed_baselines_page_is_generated_from_the_committed_file():
+    text = (ROOT / "docs" / "baselines.md").read_text()
+    produced_by = next(line for line in text.splitlines() if line.startswith("- Produced by: `"))
+    command = produced_by.removeprefix("- Produced by: `").split("` (file ")[0]
+    data = json.loads((ROOT / "docs" / "baselines.json").read_text())
+    assert text == baselines_md.render(data, source="docs/baselines.json", command=command)
