@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, honesty, protocol, sandbox
+from . import environment, honesty, package, protocol, sandbox
 from .judge import judge
 from .protocol import Observed
 from .spec import (
@@ -230,4 +230,5 @@ def _verdict(task, mode, status, message, flags, results, env_info, log, started
         task=task.slug,
         mode=str(mode),
         wall_seconds=round(time.monotonic() - started, 3),
+        task_hash=package.measured_content_hash(package.measured_content(task)),
     )

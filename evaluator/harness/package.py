@@ -11,8 +11,10 @@ A package is one folder:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,69 @@ from .spec import (
 )
 
 DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent.parent / "catalog"
+
+# What is measured: a change to any of it makes a new catalog version, and the
+# verdict names the hash of the content it was measured against.
+MEASURED_FIELDS = (
+    "reference_source",
+    "expert_source",
+    "tolerances",
+    "forbidden_ops",
+    "inplace",
+    "seeds",
+    "workloads",
+)
+WORKLOAD_FIELDS = (
+    "name",
+    "role",
+    "hidden",
+    "params",
+    "flops",
+    "bytes",
+    "flops_formula",
+    "bytes_formula",
+)
+
+
+def measured_content(spec: TaskSpec) -> dict[str, Any]:
+    """The measured content of a task package, in the catalog database's field names."""
+    return {
+        "reference_source": spec.reference_source,
+        "expert_source": spec.expert_source,
+        "tolerances": {
+            dtype: {"atol": t.atol, "rtol": t.rtol, "rel_l2": t.rel_l2}
+            for dtype, t in spec.tolerances.items()
+        },
+        "forbidden_ops": list(spec.forbidden_ops),
+        "inplace": bool(spec.inplace),
+        "seeds": int(spec.seeds),
+        "workloads": [
+            {
+                "name": w.name,
+                "role": str(w.role),
+                "hidden": bool(w.hidden),
+                "params": dict(w.params),
+                "flops": float(w.flops),
+                "bytes": float(w.bytes),
+                "flops_formula": w.flops_formula,
+                "bytes_formula": w.bytes_formula,
+            }
+            for w in spec.workloads
+        ],
+    }
+
+
+def measured_content_hash(measured: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of the measured content (key order irrelevant)."""
+    canonical = {key: measured[key] for key in MEASURED_FIELDS}
+    canonical["workloads"] = [
+        {key: w.get(key) for key in WORKLOAD_FIELDS} for w in measured["workloads"]
+    ]
+    canonical["forbidden_ops"] = list(canonical["forbidden_ops"])
+    payload = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
 DETECTOR_KINDS = {"manual", "regex", "call", "all", "any", "not"}
 
 

@@ -181,6 +181,9 @@ class Verdict:
     mode: str = ""
     evaluator_version: str = EVALUATOR_VERSION
     wall_seconds: float = 0.0
+    # sha256 of the task's measured content (package.measured_content_hash): the
+    # catalog version a result belongs to is the one with this hash.
+    task_hash: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -194,4 +197,5 @@ class Verdict:
             "mode": self.mode,
             "evaluator_version": self.evaluator_version,
             "wall_seconds": self.wall_seconds,
+            "task_hash": self.task_hash,
         }

@@ -139,7 +139,14 @@ def environment_gpu(environment: Any) -> str:
 
 def _workload_mismatch(*, version: TaskVersion, verdict: Verdict) -> str:
     # A verdict is tied to the version that produced it: a file measured before the
-    # workloads changed must not be filed under the new version.
+    # measured content changed must not be filed under the new version. Verdicts
+    # name the hash of what they measured; older ones are matched on workloads.
+    if verdict.task_hash and verdict.task_hash != version.content_hash:
+        return (
+            f"it measured other content than v{version.number} (task hash "
+            f"{verdict.task_hash[:12]}, the version's is {version.content_hash[:12]}): "
+            "re-measure the expert on a GPU"
+        )
     expected = set(
         version.workloads.exclude(role=Workload.Role.CHECK).values_list("name", flat=True)
     )

@@ -59,6 +59,8 @@ class Verdict:
     log: str
     mode: str
     evaluator_version: str
+    task: str = ""
+    task_hash: str = ""
 
 
 def evaluation_command(
@@ -124,7 +126,17 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
     if returncode != 0:
         last = stderr.strip().splitlines()[-1:] or ["no message on stderr"]
         raise WorkerError(f"the evaluator exited with code {returncode}: {last[0]}", log=stderr)
-    return _verdict_parse(stdout, stderr=stderr)
+    verdict = _verdict_parse(stdout, stderr=stderr)
+    version = submission.task_version
+    if verdict.task_hash and verdict.task_hash != version.content_hash:
+        # The package written from the stored version must be what was measured.
+        raise WorkerError(
+            f"the evaluator measured other content than v{version.number} of "
+            f"{version.task.slug} (task hash {verdict.task_hash[:12]}, "
+            f"expected {version.content_hash[:12]})",
+            log=stderr,
+        )
+    return verdict
 
 
 def _subprocess_run(command: list[str], *, timeout: float) -> tuple[str, str, int]:
@@ -192,6 +204,8 @@ def _verdict_parse(stdout: str, *, stderr: str = "") -> Verdict:
         log=str(data.get("log") or ""),
         mode=str(data.get("mode") or "")[:10],
         evaluator_version=str(data.get("evaluator_version") or "")[:32],
+        task=str(data.get("task") or "")[:100],
+        task_hash=str(data.get("task_hash") or "")[:64],
     )
 
 

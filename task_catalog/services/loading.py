@@ -8,8 +8,6 @@ results always keep the exact content they were measured against. What is read
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,30 +18,18 @@ from django.db import models, transaction
 from django.db.models import Max
 
 from evaluator.harness.formula import FormulaError, evaluate_formula
-from evaluator.harness.package import TaskPackageError, iter_task_dirs, load_task
+from evaluator.harness.package import (
+    MEASURED_FIELDS,
+    WORKLOAD_FIELDS,
+    TaskPackageError,
+    iter_task_dirs,
+    load_task,
+    measured_content,
+    measured_content_hash,
+)
 from evaluator.harness.spec import TaskSpec, WorkloadRole
 
 from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
-
-MEASURED_FIELDS = (
-    "reference_source",
-    "expert_source",
-    "tolerances",
-    "forbidden_ops",
-    "inplace",
-    "seeds",
-    "workloads",
-)
-WORKLOAD_FIELDS = (
-    "name",
-    "role",
-    "hidden",
-    "params",
-    "flops",
-    "bytes",
-    "flops_formula",
-    "bytes_formula",
-)
 
 
 class LoadAction:
@@ -73,44 +59,6 @@ class CatalogLoadReport:
 
 
 # --- measured content -------------------------------------------------------
-
-
-def measured_content_hash(*, measured: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of the measured content (key order irrelevant)."""
-    canonical = {key: measured[key] for key in MEASURED_FIELDS}
-    canonical["workloads"] = [
-        {key: w.get(key) for key in WORKLOAD_FIELDS} for w in measured["workloads"]
-    ]
-    canonical["forbidden_ops"] = list(canonical["forbidden_ops"])
-    payload = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _measured_from_spec(spec: TaskSpec) -> dict[str, Any]:
-    return {
-        "reference_source": spec.reference_source,
-        "expert_source": spec.expert_source,
-        "tolerances": {
-            dtype: {"atol": t.atol, "rtol": t.rtol, "rel_l2": t.rel_l2}
-            for dtype, t in spec.tolerances.items()
-        },
-        "forbidden_ops": list(spec.forbidden_ops),
-        "inplace": bool(spec.inplace),
-        "seeds": int(spec.seeds),
-        "workloads": [
-            {
-                "name": w.name,
-                "role": str(w.role),
-                "hidden": bool(w.hidden),
-                "params": dict(w.params),
-                "flops": float(w.flops),
-                "bytes": float(w.bytes),
-                "flops_formula": w.flops_formula,
-                "bytes_formula": w.bytes_formula,
-            }
-            for w in spec.workloads
-        ],
-    }
 
 
 def _measured_from_version(version: TaskVersion) -> dict[str, Any]:
@@ -154,7 +102,7 @@ def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _version_for(task: Task, measured: dict[str, Any]) -> tuple[TaskVersion, str]:
     """The version holding `measured`, made (number + 1) when its hash is new."""
-    digest = measured_content_hash(measured=measured)
+    digest = measured_content_hash(measured)
     current = task.current_version
     if current is not None and current.content_hash == digest:
         return current, LoadAction.UNCHANGED
@@ -233,7 +181,7 @@ def _task_upsert_from_spec(spec: TaskSpec) -> TaskLoadResult:
         elif _assign(task, values):
             task.full_clean(exclude=["statement", "current_version"])
             task.save()
-        version, action = _version_for(task, _measured_from_spec(spec))
+        version, action = _version_for(task, measured_content(spec))
         _upsert_children(
             task=task,
             model=Guidance,

@@ -163,6 +163,18 @@ def test_a_verdict_for_other_workloads_than_the_current_versions_is_skipped(vers
     assert not Evaluation.objects.exists()
 
 
+def test_a_verdict_that_measured_other_content_is_skipped(version):
+    stale = gpu_verdict(task_hash="e" * 64)
+    report = baseline_import(data={"row_softmax": stale}, source_label="baselines.json")
+    assert report.count("skipped") == 1
+    assert "measured other content than v" in str(report)
+    assert not Evaluation.objects.exists()
+
+    current = gpu_verdict(task_hash=version.content_hash)
+    report = baseline_import(data={"row_softmax": current}, source_label="baselines.json")
+    assert report.count("created") == 1
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

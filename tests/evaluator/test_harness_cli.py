@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.package import load_task, measured_content, measured_content_hash
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
 NO_TAIL = ROOT / "tests" / "exploits" / "kernels" / "14_fixed_block_no_tail.py"
@@ -58,6 +60,8 @@ def test_expert_is_correct_with_the_full_verdict_shape():
     assert verdict["environment"]["mode"] == "interpret"
     assert verdict["environment"]["comparable"] is False
     assert all(w["median_ms"] is None for w in verdict["workloads"])
+    task = load_task(ROOT / "catalog" / "row_softmax")
+    assert verdict["task_hash"] == measured_content_hash(measured_content(task))
 
 
 def test_kernel_that_drops_the_row_tail_fails_on_the_hidden_shape_by_name():

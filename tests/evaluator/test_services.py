@@ -216,6 +216,28 @@ def test_a_retry_that_succeeds_keeps_the_verdict(fake_cli, evaluation):
     assert evaluation.results.count() == 2
 
 
+def test_a_verdict_for_other_task_content_than_the_version_is_a_worker_error(fake_cli, evaluation):
+    # The verdict names the hash of what it measured; it must be the version's.
+    fake_cli.reply(verdict_dict("correct", task_hash="f" * 64))
+
+    evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.WORKER_ERROR
+    assert "measured other content than v" in evaluation.message
+    assert not evaluation.results.exists()
+
+
+def test_a_verdict_naming_the_versions_hash_is_stored(fake_cli, evaluation):
+    version = evaluation.submission.task_version
+    fake_cli.reply(verdict_dict("correct", task_hash=version.content_hash))
+
+    evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.CORRECT
+
+
 def test_the_clis_own_worker_error_is_retried_then_stored_as_reported(fake_cli, evaluation):
     fake_cli.reply(verdict_dict("worker_error", message="no GPU visible", workloads=[]))
 

@@ -5,7 +5,13 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from evaluator.harness.package import TaskPackageError, load_task
+from evaluator.harness.package import (
+    DEFAULT_CATALOG_DIR,
+    TaskPackageError,
+    load_task,
+    measured_content,
+    measured_content_hash,
+)
 from task_catalog.models import DesignProperty, Guidance, Task, TaskVersion, Workload
 from task_catalog.services import (
     LoadAction,
@@ -230,3 +236,14 @@ def test_version_update_rejects_invalid_content(catalog, fields, message):
     with pytest.raises(ValidationError, match=message):
         task_version_update(task=Task.objects.get(), **fields)
     assert TaskVersion.objects.count() == 1
+
+
+def test_a_package_written_from_a_version_hashes_to_that_version(tmp_path):
+    # The worker evaluates the package written from the stored version, and the
+    # verdict's task hash must equal the version's: the round trip is exact.
+    catalog_load(directory=DEFAULT_CATALOG_DIR)
+    for task in Task.objects.select_related("current_version"):
+        version = task.current_version
+        task_version_write_package(version=version, directory=tmp_path / task.slug)
+        spec = load_task(tmp_path / task.slug / task.slug)
+        assert measured_content_hash(measured_content(spec)) == version.content_hash, task.slug
