@@ -34,7 +34,7 @@ def page(live_server):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_new_user_browses_signs_up_and_sees_a_kernel_come_back_correct(page, live_server):
+def test_a_new_user_sees_a_kernel_come_back_correct_and_one_come_back_incorrect(page, live_server):
     catalog_load(directory=ROOT / "catalog")
     page.goto(f"{live_server.url}/tasks/row_softmax/")
     assert "Row-wise softmax" in page.inner_text("h1")
@@ -55,3 +55,20 @@ def test_a_new_user_browses_signs_up_and_sees_a_kernel_come_back_correct(page, l
     page.wait_for_url("**/submissions/*/", timeout=120_000)
     assert "correct" in page.inner_text(".status")
     assert "check_hidden_bf16_5x77" in page.content() or "hidden workload" in page.content()
+
+    # A kernel that drops the row tail: the failing workload is named, on the page
+    # and in the API (same session), by its alias, since hidden shapes stay secret.
+    page.goto(f"{live_server.url}/submissions/new/")
+    page.select_option("select[name=task]", "row_softmax")
+    no_tail = ROOT / "tests/exploits/kernels/14_fixed_block_no_tail.py"
+    page.set_input_files("input[name=file]", str(no_tail))
+    page.click("main button[type=submit]")
+    page.wait_for_url("**/submissions/*/", timeout=120_000)
+    status = page.inner_text(".status").strip()
+    assert status.split()[0] in ("incorrect", "runtime_error"), status
+    assert "hidden workload" in page.inner_text("main")
+    assert "check_hidden_fp32_3x40000" not in page.content()
+    pk = page.url.rstrip("/").rsplit("/", 1)[-1]
+    evaluation = page.request.get(f"{live_server.url}/api/submissions/{pk}/").json()["evaluation"]
+    assert evaluation["status"] == status.split()[0]
+    assert "hidden workload" in evaluation["message"]
