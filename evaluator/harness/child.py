@@ -278,7 +278,7 @@ class Child:
         timing.record(start)
         out = model(*inputs)
         timing.record(end)
-        timing.synchronize()
+        timing.stream_synchronize()
         return (start, end), out
 
     @staticmethod

@@ -29,6 +29,8 @@ _elapsed = torch.cuda.Event.elapsed_time
 _event_sync = torch.cuda.Event.synchronize
 _sleep = torch.cuda._sleep
 _synchronize = torch.cuda.synchronize
+_current_stream = torch.cuda.current_stream
+_stream_synchronize = torch.cuda.Stream.synchronize
 
 
 def event() -> torch.cuda.Event:
@@ -44,7 +46,17 @@ def elapsed_ms(start: torch.cuda.Event, end: torch.cuda.Event) -> float:
 
 
 def synchronize() -> None:
+    """Wait for the whole device."""
     _synchronize()
+
+
+def stream_synchronize() -> None:
+    """Wait for the current stream only: work left on other streams may still run.
+
+    A timed call ends with this, so that its outputs can be sampled before the
+    device is idle and again after; a difference means work escaped the call.
+    """
+    _stream_synchronize(_current_stream())
 
 
 # How long the GPU is kept busy after the flush, so that the host has queued

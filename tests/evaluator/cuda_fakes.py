@@ -52,4 +52,6 @@ def install() -> None:
     timing._elapsed = FakeEvent.elapsed_time
     timing._event_sync = FakeEvent.synchronize
     timing._synchronize = lambda: None
+    timing._current_stream = FakeStream
+    timing._stream_synchronize = FakeStream.synchronize
     timing.L2Flusher = FakeFlusher

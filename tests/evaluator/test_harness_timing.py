@@ -1,0 +1,52 @@
+"""The child's timing primitives: what a timed call waits for, and what a patch can reach."""
+
+import torch
+
+from evaluator.harness import timing
+from evaluator.harness.child import Child
+
+
+class StubFlusher:
+    def flush(self) -> None:
+        pass
+
+
+def test_a_timed_call_waits_for_its_own_stream_only(monkeypatch):
+    # Outputs are fingerprinted once the call's stream is done and again once the
+    # device is: a device-wide wait here would hide work left on a side stream.
+    waited = []
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: object())
+    monkeypatch.setattr(timing, "_record", lambda event: waited.append("record"))
+    monkeypatch.setattr(timing, "_current_stream", lambda: "the current stream")
+    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: waited.append(stream))
+    monkeypatch.setattr(timing, "_synchronize", lambda: waited.append("the whole device"))
+
+    _, out = Child._timed(None, lambda x: x + 1, (torch.zeros(3),), StubFlusher())
+
+    assert waited == ["record", "record", "the current stream"]
+    assert out.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_patching_torch_after_the_harness_is_imported_reaches_none_of_its_primitives(
+    monkeypatch,
+):
+    monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda self, end: 1e-6)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
+    assert timing._elapsed is not torch.cuda.Event.elapsed_time
+    assert timing._synchronize is not torch.cuda.synchronize
+    assert timing._sleep is not torch.cuda._sleep
+
+
+def test_the_launch_cover_is_clamped_to_a_real_clock(monkeypatch):
+    # A patched or broken reading (here: the sleep took 1e-6 ms) must not make
+    # the cover spin for minutes: at most 5 GHz worth of cycles.
+    monkeypatch.setattr(timing, "_sleep", lambda cycles: None)
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: object())
+    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_event_sync", lambda event: None)
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: 1e-6)
+    assert timing._cycles_for(200.0) == 5000 * 200
+
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: 1e6)  # absurdly slow
+    assert timing._cycles_for(200.0) == 100 * 200
