@@ -6,7 +6,7 @@
 The JSON is what `bench/gpu_check.py experts` writes ({task_slug: verdict}).
 Only public timed workloads are written out (hidden workloads are never
 published); a verdict that is not a cuda-mode run naming its GPU is listed
-without numbers. No Django import: this runs anywhere.
+without numbers. No Django or torch import: this runs anywhere.
 """
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ import math
 import sys
 from pathlib import Path
 from typing import Any
+
+# The repository root: the harness's spec module is standard library only.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from evaluator.harness.spec import environment_gpu
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 ENV_FIELDS = (
@@ -38,14 +43,8 @@ def geomean(values: list[float]) -> float | None:
 
 
 def gpu_name(verdict: dict[str, Any]) -> str:
-    env = verdict.get("environment")
-    if verdict.get("mode") != "cuda" or not isinstance(env, dict):
-        return ""
-    for key in ("gpu", "device"):
-        name = str(env.get(key) or "").strip()
-        if name and not name.upper().startswith("CPU"):
-            return name
-    return ""
+    """The GPU of a cuda-mode verdict, or '' (interpret-mode numbers are not GPU numbers)."""
+    return environment_gpu(verdict.get("environment")) if verdict.get("mode") == "cuda" else ""
 
 
 def public_timed(verdict: dict[str, Any]) -> list[dict[str, Any]]:

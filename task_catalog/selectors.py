@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from evaluator.harness.spec import environment_gpu
 from evaluator.models import (
     FINISHED_STATUSES,
     Evaluation,
@@ -19,7 +20,7 @@ from evaluator.models import (
     Review,
     WorkloadResult,
 )
-from evaluator.services.baselines import EXPERT_USERNAME, environment_gpu
+from evaluator.services.baselines import EXPERT_USERNAME
 
 from .models import DesignProperty, Guidance, Level, Task, Workload
 

@@ -199,3 +199,14 @@ class Verdict:
             "wall_seconds": self.wall_seconds,
             "task_hash": self.task_hash,
         }
+
+
+def environment_gpu(environment: Any) -> str:
+    """The GPU a verdict's environment names, or '' (the interpreter's 'CPU …' is no GPU)."""
+    if not isinstance(environment, dict):
+        return ""
+    for key in ("gpu", "device"):
+        name = str(environment.get(key) or "").strip()
+        if name and not name.upper().startswith("CPU"):
+            return name
+    return ""

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from evaluator.harness.spec import environment_gpu
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import _evaluation_store, evaluation_create
 from evaluator.services.runner import Verdict, WorkerError, _verdict_parse
@@ -83,7 +84,7 @@ def baseline_import(*, data: dict[str, Any], source_label: str) -> BaselineImpor
         if task.current_version is None:
             lines.append(BaselineLine(slug, "skipped", "the task has no current version"))
             continue
-        mismatch = _workload_mismatch(version=task.current_version, verdict=verdict)
+        mismatch = _version_mismatch(version=task.current_version, verdict=verdict)
         if mismatch:
             lines.append(BaselineLine(slug, "skipped", mismatch))
             continue
@@ -126,18 +127,7 @@ def _verdict_checked(slug: str, raw: Any) -> tuple[Verdict, str]:
     return verdict, hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def environment_gpu(environment: Any) -> str:
-    """The GPU an environment names, or '' (the interpreter's 'CPU …' device is no GPU)."""
-    if not isinstance(environment, dict):
-        return ""
-    for key in ("gpu", "device"):
-        name = str(environment.get(key) or "").strip()
-        if name and not name.upper().startswith("CPU"):
-            return name
-    return ""
-
-
-def _workload_mismatch(*, version: TaskVersion, verdict: Verdict) -> str:
+def _version_mismatch(*, version: TaskVersion, verdict: Verdict) -> str:
     # A verdict is tied to the version that produced it: a file measured before the
     # measured content changed must not be filed under the new version. Verdicts
     # name the hash of what they measured; older ones are matched on workloads.
