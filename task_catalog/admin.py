@@ -8,7 +8,15 @@ from django.core.exceptions import ValidationError
 
 from .models import DesignProperty, Guidance, Task, TaskVersion, Workload
 from .rendering import markdown_render
-from .services import WORKLOAD_FIELDS, task_version_update, task_version_validate
+from .services import (
+    MEASURED_FIELDS,
+    WORKLOAD_FIELDS,
+    task_version_update,
+    task_version_validate,
+)
+
+# The measured columns of a version row (its workloads are rows of their own).
+_VERSION_FIELDS = [field for field in MEASURED_FIELDS if field != "workloads"]
 
 
 class GuidanceInline(admin.StackedInline):
@@ -86,15 +94,7 @@ class NewTaskVersionForm(forms.ModelForm):
 
     class Meta:
         model = TaskVersion
-        fields = [
-            "task",
-            "reference_source",
-            "expert_source",
-            "tolerances",
-            "forbidden_ops",
-            "inplace",
-            "seeds",
-        ]
+        fields = ["task", *_VERSION_FIELDS]
 
     def clean_workloads(self):
         workloads = self.cleaned_data["workloads"]
@@ -110,7 +110,7 @@ class NewTaskVersionForm(forms.ModelForm):
 
 
 def measured_fields(data: dict) -> dict:
-    return {field: data[field] for field in [*NewTaskVersionForm.Meta.fields[1:], "workloads"]}
+    return {field: data[field] for field in MEASURED_FIELDS}
 
 
 @admin.register(TaskVersion)
@@ -125,18 +125,7 @@ class TaskVersionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "task", "number", "content_hash", "created_at"]
     list_filter = ["task"]
     inlines = [WorkloadInline]
-    readonly_fields = [
-        "task",
-        "number",
-        "content_hash",
-        "reference_source",
-        "expert_source",
-        "tolerances",
-        "forbidden_ops",
-        "inplace",
-        "seeds",
-        "created_at",
-    ]
+    readonly_fields = ["task", "number", "content_hash", *_VERSION_FIELDS, "created_at"]
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -2,6 +2,7 @@
 
 from .export import catalog_export, task_version_write_package
 from .loading import (
+    MEASURED_FIELDS,
     WORKLOAD_FIELDS,
     CatalogLoadReport,
     LoadAction,
@@ -13,6 +14,7 @@ from .loading import (
 )
 
 __all__ = [
+    "MEASURED_FIELDS",
     "WORKLOAD_FIELDS",
     "CatalogLoadReport",
     "LoadAction",
