@@ -4,6 +4,10 @@
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
     python bench/gpu_check.py exploits [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--out DIR]
+    python bench/gpu_check.py collect DIR [--out DIR]
+
+`collect` reads the verdicts that `pytest -m gpu` kept (D2K_GPU_VERDICTS=DIR,
+see tests/exploits/test_exploits_on_gpu.py) and prints the same tables.
 
 Runs the real evaluator (python -m evaluator check, one process per
 evaluation, as a worker does) and prints a table; the full verdicts go to
@@ -93,9 +97,39 @@ def tasks_arg(value: str | None) -> list[str]:
     return [t for t in value.split(",")] if value else names
 
 
+def print_case_table(cases: list, results: dict) -> None:
+    print("\nclass | kernel | verdict | caught by")
+    for case in cases:
+        v = results[case.file]
+        caught = ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]
+        print(f"{case.number} {case.title} | {case.file} | {v['status']} | {caught}")
+
+
+def collect(folder: Path, out: Path) -> None:
+    """The verdicts kept by `pytest -m gpu`, as `exploits.json` and `experts.json` in `out`."""
+    from tests.exploits.cases import CASES
+
+    experts, exploits = {}, {}
+    for path in sorted(folder.glob("expert-*.json")):
+        task = path.stem.removeprefix("expert-")
+        experts[task] = {**json.loads(path.read_text())}
+        experts[task]["wall"] = experts[task]["wall_seconds"]
+        print_verdict(task, "expert", experts[task])
+    cases = [c for c in CASES if (folder / f"case-{c.number}.json").exists()]
+    for case in cases:
+        v = json.loads((folder / f"case-{case.number}.json").read_text())
+        exploits[case.file] = {"expected": case.expected, **v, "wall": v["wall_seconds"]}
+        print_verdict(case.task, case.file, exploits[case.file])
+    print_case_table(cases, exploits)
+    save(out, "experts", experts)
+    save(out, "exploits", exploits)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["experts", "files", "exploits", "stability", "ceilings"])
+    parser.add_argument(
+        "what", choices=["experts", "files", "exploits", "stability", "ceilings", "collect"]
+    )
     parser.add_argument("items", nargs="*")
     parser.add_argument("--tasks")
     parser.add_argument("--cases", help="comma-separated exploit case numbers")
@@ -103,6 +137,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.what == "collect":
+        collect(Path(args.items[0]), args.out)
+        return
     subprocess.run(
         [
             "nvidia-smi",
@@ -146,13 +183,7 @@ def main() -> None:
             print_verdict(case.task, case.file, v)
             results[case.file] = {"expected": case.expected, **v}
             save(args.out, args.what, results)
-        print("\nclass | kernel | verdict | caught by")
-        for case in cases:
-            v = results[case.file]
-            caught = (
-                ", ".join(sorted({f["check"] for f in v.get("flags", [])})) or v["message"][:80]
-            )
-            print(f"{case.number} {case.title} | {case.file} | {v['status']} | {caught}")
+        print_case_table(cases, results)
     elif args.what == "stability":
         for task in tasks_arg(args.tasks):
             runs = [

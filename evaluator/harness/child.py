@@ -205,11 +205,16 @@ class Child:
             sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
             ref = self.construct(self.ref.Model, params, workload["seeds"][0])
             # Compilation and autotuning happened in the correctness calls
-            # (their host time is the cold start); these are plain warm-ups.
-            for _ in range(cfg["warmup_calls"]):
+            # (their host time is the cold start); these are plain warm-ups,
+            # kept up long enough for the GPU to leave its idle clocks.
+            warm_started, warm_calls = _perf_counter(), 0
+            while warm_calls < cfg["warmup_calls"] or (
+                _perf_counter() - warm_started < cfg["warmup_s"]
+            ):
+                warm_calls += 1
                 ref(*self.inputs(params, ref_seed))
                 sub(*self.inputs(params, sub_seed))
-            self.sync()
+                self.sync()
 
             sub_events, ref_events, prints = [], [], []
             started = _perf_counter()
@@ -283,12 +288,12 @@ class Child:
 
     @staticmethod
     def _stable(sub_events, ref_events, cfg) -> bool:
-        for events in (sub_events, ref_events):
-            ms = [timing.elapsed_ms(a, b) for a, b in events]
-            med, iqr, _ = timing.summarize(ms)
-            if med <= 0 or iqr / med > cfg["target_rel_iqr"]:
-                return False
-        return True
+        """Whether both medians are known to within the target: their ratio is the speedup."""
+        return all(
+            timing.median_ci_halfwidth([timing.elapsed_ms(a, b) for a, b in events])
+            <= cfg["target_median_ci"]
+            for events in (sub_events, ref_events)
+        )
 
     def _batch(self, name, sub, params, seed0, sub_ms, cfg) -> list:
         """Back-to-back calls timed by events here and by the parent's clock outside.

@@ -32,10 +32,11 @@ from .spec import (
 LOG_LIMIT = 32_000
 TIMING = {
     "warmup_calls": 3,
-    "min_calls": 20,
-    "max_calls": 300,
+    "warmup_s": 0.1,
+    "min_calls": 30,
+    "max_calls": 400,
     "budget_s": 1.5,
-    "target_rel_iqr": 0.01,
+    "target_median_ci": 0.0025,
     "batch_ms": 60.0,
     "batch_memory_bytes": 8 * 1024**3,
 }

@@ -11,6 +11,7 @@ its spread.
 from __future__ import annotations
 
 import ctypes
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -159,6 +160,27 @@ def fingerprint(outputs: Sequence[torch.Tensor], *, seed: int) -> list[dict]:
         listed = values.double().tolist() if floating else values.to(torch.int64).tolist()
         prints.append({"values": listed, "nonfinite": nonfinite, "numel": flat.numel()})
     return prints
+
+
+def median_ci_halfwidth(times_ms: Sequence[float], z: float = 1.96) -> float:
+    """Half the width of the 95 % confidence interval of the median, relative to the median.
+
+    The interval is distribution-free: it runs between the order statistics of
+    ranks n/2 ∓ z·√n/2, so it holds whatever the shape of the distribution (a
+    bimodal reference whose median could land on either mode has a wide one).
+    Infinite below 8 samples.
+    """
+    ordered = sorted(times_ms)
+    n = len(ordered)
+    if n < 8:
+        return math.inf
+    half = z * math.sqrt(n) / 2
+    low = max(math.floor(n / 2 - half), 1)
+    high = min(math.ceil(1 + n / 2 + half), n)
+    med = statistics.median(ordered)
+    if med <= 0:
+        return math.inf
+    return (ordered[high - 1] - ordered[low - 1]) / (2 * med)
 
 
 def summarize(times_ms: Sequence[float]) -> tuple[float, float, float]:

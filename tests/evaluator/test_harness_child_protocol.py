@@ -40,6 +40,7 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path):
         "inplace": task.inplace,
         "timing": {
             **orchestrate.TIMING,
+            "warmup_s": 0.0,
             "min_calls": 3,
             "max_calls": 4,
             "budget_s": 0.1,

@@ -50,3 +50,30 @@ def test_the_launch_cover_is_clamped_to_a_real_clock(monkeypatch):
 
     monkeypatch.setattr(timing, "_elapsed", lambda start, end: 1e6)  # absurdly slow
     assert timing._cycles_for(200.0) == 100 * 200
+
+
+def test_the_median_is_known_precisely_only_when_its_neighbours_agree():
+    tight = [32.0 + 0.01 * (i % 7) for i in range(40)]
+    assert timing.median_ci_halfwidth(tight) < 0.0025
+
+    # Half the calls at one speed, half at another: the median could land on
+    # either mode from one process to the next, although each mode is tight.
+    bimodal = [32.0] * 20 + [33.0] * 20
+    assert timing.median_ci_halfwidth(bimodal) > 0.01
+
+    # A few outliers do not widen it: the interval is between order statistics.
+    outliers = [*tight[:36], 90.0, 95.0, 1.0, 2.0]
+    assert timing.median_ci_halfwidth(outliers) < 0.0025
+
+    assert timing.median_ci_halfwidth(tight[:7]) == float("inf")
+
+
+def test_timing_stops_early_only_when_both_medians_are_precise(monkeypatch):
+    monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
+    cfg = {"target_median_ci": 0.0025}
+    steady = [(0.0, 24.0 + 0.01 * (i % 5)) for i in range(30)]
+    split = [(0.0, 32.0 + (i % 2)) for i in range(30)]
+
+    assert Child._stable(steady, steady, cfg)
+    assert not Child._stable(steady, split, cfg)
+    assert not Child._stable(split, steady, cfg)
