@@ -202,6 +202,7 @@ class Child:
         sub_seed, ref_seed = workload["timing_seed"], workload["ref_timing_seed"]
         fp_seed = self.job["fingerprint_seed"]
         try:
+            timing.release_cached_memory()
             sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
             ref = self.construct(self.ref.Model, params, workload["seeds"][0])
             # Compilation and autotuning happened in the correctness calls

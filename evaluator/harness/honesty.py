@@ -33,7 +33,7 @@ def _patch_targets() -> list[tuple[str, Any, str]]:
     add(torch, "torch", "save", "equal", "dot", "manual_seed", "empty", "randn", "rand")
     add(torch.Tensor, "torch.Tensor", "clone", "copy_", "zero_", "fill_", "double", "float")
     add(torch.Tensor, "torch.Tensor", "item", "__eq__", "data_ptr", "cpu", "to")
-    add(torch.cuda, "torch.cuda", "synchronize", "Event", "current_stream", "Stream")
+    add(torch.cuda, "torch.cuda", "synchronize", "Event", "current_stream", "Stream", "empty_cache")
     add(torch.cuda.Event, "torch.cuda.Event", "record", "elapsed_time", "synchronize", "query")
     add(torch.cuda.Stream, "torch.cuda.Stream", "synchronize", "wait_stream")
     add(torch.nn.Module, "torch.nn.Module", "__call__")

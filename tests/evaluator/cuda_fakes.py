@@ -54,4 +54,5 @@ def install() -> None:
     timing._synchronize = lambda: None
     timing._current_stream = FakeStream
     timing._stream_synchronize = FakeStream.synchronize
+    timing._empty_cache = lambda: None
     timing.L2Flusher = FakeFlusher

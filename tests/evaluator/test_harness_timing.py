@@ -1,5 +1,7 @@
 """The child's timing primitives: what a timed call waits for, and what a patch can reach."""
 
+from types import SimpleNamespace
+
 import torch
 
 from evaluator.harness import timing
@@ -77,3 +79,26 @@ def test_timing_stops_early_only_when_both_medians_are_precise(monkeypatch):
     assert Child._stable(steady, steady, cfg)
     assert not Child._stable(steady, split, cfg)
     assert not Child._stable(split, steady, cfg)
+
+
+def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
+    # Where a workload's tensors land must not depend on the workloads timed
+    # before it in the same process (docs/benchmarks.md, series 3).
+    events = []
+    monkeypatch.setattr(timing, "release_cached_memory", lambda: events.append("release"))
+    sent = []
+    child = Child.__new__(Child)
+    child.job = {"timing": {}, "fingerprint_seed": 0}
+    child.chan = SimpleNamespace(send=lambda event, **fields: sent.append(event))
+    child.sub = SimpleNamespace(ModelNew=object)
+
+    def construct(cls, params, seed):
+        events.append("construct")
+        raise RuntimeError("stop before timing")
+
+    child.construct = construct
+    workload = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
+
+    assert not child.time_workload(workload, StubFlusher())
+    assert events == ["release", "construct"]
+    assert sent == ["error"]
