@@ -112,8 +112,8 @@ def collect(folder: Path, out: Path) -> None:
     experts, exploits = {}, {}
     for path in sorted(folder.glob("expert-*.json")):
         task = path.stem.removeprefix("expert-")
-        experts[task] = {**json.loads(path.read_text())}
-        experts[task]["wall"] = experts[task]["wall_seconds"]
+        verdict = json.loads(path.read_text())
+        experts[task] = {**verdict, "wall": verdict["wall_seconds"]}
         print_verdict(task, "expert", experts[task])
     cases = [c for c in CASES if (folder / f"case-{c.number}.json").exists()]
     for case in cases:
@@ -138,6 +138,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.what == "collect":
+        if len(args.items) != 1:
+            parser.error("collect takes one folder: the D2K_GPU_VERDICTS of a pytest -m gpu run")
         collect(Path(args.items[0]), args.out)
         return
     subprocess.run(

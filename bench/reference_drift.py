@@ -1,18 +1,29 @@
 """Does a workload's time move from one process to the next, and why?
 
     python bench/reference_drift.py --task rmsnorm_residual \\
-        --workload bf16_decode_1x8192_b1024 --processes 6 --variants base,cover,spacer
+        --workload bf16_decode_1x8192_b1024 --processes 6 \\
+        --variants base,history,poison,fingerprint,watchdog,evaluator
 
-Each process times the task's PyTorch reference and its expert the way the
-evaluator does (fresh inputs, L2 flushed, launch covered, CUDA events,
-interleaved) and prints its two medians. Variants change one thing:
+Each process times the task's PyTorch reference and its expert with the
+evaluator's primitives (fresh inputs, L2 flushed, launch covered, CUDA
+events, interleaved) and prints its two medians. A variant adds factors to
+that bare protocol, joined by "+" (for example `history+poison`):
 
-    base    the evaluator's protocol as it is
-    cover   a 1 ms launch cover instead of 200 µs (is the host late to queue?)
-    kernels list the CUDA kernels one timed reference call runs (no timing)
-    spacer  a randomly sized block is held while each call's inputs are made,
-            so tensors land at different addresses on every call
-            (is it where the allocator placed them in this process?)
+    base         the bare protocol
+    cover        a 1 ms launch cover instead of 200 µs (is the host late to queue?)
+    spacer       a randomly sized block is held while each call's inputs are
+                 made, so tensors land at different addresses on every call
+    history      first run every other workload of the task, as the
+                 evaluator's correctness phase and earlier workloads do
+    release      empty the allocator's cache before timing (after history)
+    poison       fill a block the size of the inputs before each expert call
+                 (honesty.poison_allocator, as the evaluator does)
+    fingerprint  sample the expert's outputs after each call, wait for the
+                 whole device, sample again (as the evaluator does)
+    watchdog     the parent reads the child's /proc/PID/smaps_rollup every
+                 200 ms (as the evaluator's memory watchdog does)
+    evaluator    all of history, release, poison, fingerprint and watchdog
+    kernels      list the CUDA kernels one timed reference call runs (no timing)
 
 The spread of the medians over processes is what issue #3's stability
 target bounds; docs/benchmarks.md records what this printed on the H200.
@@ -26,6 +37,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,67 +45,112 @@ sys.path.insert(0, str(ROOT))
 
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
 
+EVALUATOR = {"history", "release", "poison", "fingerprint", "watchdog"}
+
+
+def factors(variant: str) -> set[str]:
+    parts = set(variant.split("+"))
+    return (parts - {"evaluator"}) | (EVALUATOR if "evaluator" in parts else set())
+
 
 def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda") -> None:
     import torch
 
-    from evaluator.harness import timing
-    from evaluator.harness.workload import load_module, make_inputs, make_model
+    from evaluator.harness import honesty, timing
+    from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 
+    parts = factors(variant)
     spec = load_task(DEFAULT_CATALOG_DIR / task)
     params = next(w for w in spec.workloads if w.name == workload).params
     device = torch.device(where)
     ref_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "reference.py"), "reference")
     exp_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "expert.py"), "expert")
-    ref = make_model(ref_mod.Model, ref_mod, params, 0, device)
-    exp = make_model(exp_mod.ModelNew, ref_mod, params, 0, device)
     flusher = timing.L2Flusher(device)
-    if variant == "cover":
+    if "cover" in parts:
         flusher.sleep_cycles *= 5
     rng = random.Random()
 
-    def inputs(seed: int) -> list:
-        if variant != "spacer":
-            return make_inputs(ref_mod, params, seed, device)
+    def models(p: dict) -> tuple:
+        return (
+            make_model(ref_mod.Model, ref_mod, p, 0, device),
+            make_model(exp_mod.ModelNew, ref_mod, p, 0, device),
+        )
+
+    def inputs(p: dict, seed: int) -> list:
+        if "spacer" not in parts:
+            return make_inputs(ref_mod, p, seed, device)
         spacer = torch.empty(rng.randrange(1, 64) * 2**20, dtype=torch.uint8, device=device)
-        made = make_inputs(ref_mod, params, seed, device)
+        made = make_inputs(ref_mod, p, seed, device)
         del spacer
         return made
 
-    def timed(model, seed: int) -> float:
-        args = inputs(seed)
+    def timed(model, p: dict, seed: int, expert: bool) -> float:
+        args = inputs(p, seed)
+        if expert and "poison" in parts:
+            honesty.poison_allocator(device, sum(a.numel() * a.element_size() for a in args))
         start, end = timing.event(), timing.event()
         flusher.flush()
         timing.record(start)
-        model(*args)
+        out = model(*args)
         timing.record(end)
         timing.stream_synchronize()
+        if expert and "fingerprint" in parts:
+            timing.fingerprint(as_tuple(out), seed=7)
+            timing.synchronize()
+            timing.fingerprint(as_tuple(out), seed=7)
         return timing.elapsed_ms(start, end)
 
+    if "history" in parts:
+        for other in spec.workloads:
+            if other.name != workload:
+                ref, exp = models(other.params)
+                for i in range(5):
+                    timed(ref, other.params, i, False)
+                    timed(exp, other.params, i, True)
+    if "release" in parts:
+        timing.release_cached_memory()
+    ref, exp = models(params)
     for i in range(20):
-        timed(ref, i)
-        timed(exp, i)
-    if variant == "kernels":
+        timed(ref, params, i, False)
+        timed(exp, params, i, True)
+    if "kernels" in parts:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            timed(ref, 0)
+            timed(ref, params, 0, False)
         names = [e.name[:90] for e in prof.events() if e.device_type.name == "CUDA"]
         print(json.dumps({"kernels": names}))
         return
     ref_ms, exp_ms = [], []
     for i in range(calls):
-        pair = [(ref, ref_ms), (exp, exp_ms)]
-        for model, out in pair if i % 2 else pair[::-1]:
-            out.append(timed(model, 1000 + i))
+        pair = [(ref, ref_ms, False), (exp, exp_ms, True)]
+        for model, out, expert in pair if i % 2 else pair[::-1]:
+            out.append(timed(model, params, 1000 + i, expert))
     ref_med, exp_med = statistics.median(ref_ms), statistics.median(exp_ms)
     print(json.dumps({"ref_us": ref_med * 1e3, "exp_us": exp_med * 1e3}))
+
+
+def _watch(pid: int, stop: threading.Event) -> None:
+    """Read the child's memory the way the evaluator's watchdog does."""
+    while not stop.wait(0.2):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                fh.read()
+        except OSError:
+            return
 
 
 def spawn(args: argparse.Namespace, variant: str) -> dict:
     """One child process; its last line of output, parsed."""
     command = [sys.executable, __file__, "--child", "--variant", variant, "--task", args.task]
     command += ["--workload", args.workload, "--calls", str(args.calls)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop = threading.Event()
+    if "watchdog" in factors(variant):
+        threading.Thread(target=_watch, args=(proc.pid, stop), daemon=True).start()
+    out, err = proc.communicate()
+    stop.set()
+    if proc.returncode != 0:
+        raise SystemExit(f"{variant}: the child failed:\n{err[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def spread(values: list[float]) -> str:
@@ -106,7 +163,7 @@ def main() -> None:
     parser.add_argument("--workload", default="bf16_decode_1x8192_b1024")
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--variants", default="base,cover,spacer")
+    parser.add_argument("--variants", default="base,history,poison,fingerprint,watchdog,evaluator")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="base", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -65,9 +65,9 @@ def release_cached_memory() -> None:
     """Wait for the device, then hand the allocator's unused blocks back to the driver.
 
     Each workload is timed from this state, so where its tensors land does not
-    depend on which workloads ran before it in the process: measured on the
-    H200, that history moved a short reference's median by up to 3 % from one
-    evaluation to the next (docs/benchmarks.md).
+    depend on which workloads ran before it in the process. On the H200 this
+    narrowed, but did not remove, a short reference's drift from one
+    evaluation to the next (docs/benchmarks.md, series 3).
     """
     _synchronize()
     _empty_cache()
