@@ -6,4 +6,5 @@ app_name = "leaderboard"
 urlpatterns = [
     path("", views.home, name="home"),
     path("scoring/", views.scoring, name="scoring"),
+    path("docs/<slug:slug>/", views.document, name="document"),
 ]

@@ -1,5 +1,7 @@
+from django.http import Http404
 from django.shortcuts import render
 
+from .documents import DocumentNotFound, document_render, documents_listed
 from .selectors import catalog_size, evaluation_latest_public
 
 
@@ -13,3 +15,13 @@ def home(request):
 
 def scoring(request):
     return render(request, "leaderboard/scoring.html")
+
+
+def document(request, slug: str):
+    try:
+        doc = document_render(slug=slug)
+    except DocumentNotFound as exc:
+        raise Http404("No such document.") from exc
+    return render(
+        request, "leaderboard/document.html", {"doc": doc, "documents": documents_listed()}
+    )

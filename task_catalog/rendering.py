@@ -13,7 +13,7 @@ PYGMENTS_CSS_CLASS = "highlight"
 _MARKDOWN_EXTENSIONS = ["fenced_code", "tables", "sane_lists", "codehilite"]
 _MARKDOWN_CONFIG = {"codehilite": {"css_class": PYGMENTS_CSS_CLASS, "guess_lang": False}}
 # Class attributes carry pygments' token styles; nothing else beyond nh3's defaults.
-_ALLOWED_ATTRIBUTES = {
+SAFE_ATTRIBUTES = {
     **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
     "div": {"class"},
     "span": {"class"},
@@ -27,7 +27,7 @@ def markdown_render(text: str) -> SafeString:
     html = markdown.markdown(
         text or "", extensions=_MARKDOWN_EXTENSIONS, extension_configs=_MARKDOWN_CONFIG
     )
-    return mark_safe(nh3.clean(html, attributes=_ALLOWED_ATTRIBUTES))
+    return mark_safe(nh3.clean(html, attributes=SAFE_ATTRIBUTES))
 
 
 def code_highlight(source: str) -> SafeString:
