@@ -22,7 +22,9 @@ that bare protocol, joined by "+" (for example `history+poison`):
                  whole device, sample again (as the evaluator does)
     watchdog     the parent reads the child's /proc/PID/smaps_rollup every
                  200 ms (as the evaluator's memory watchdog does)
-    evaluator    all of history, release, poison, fingerprint and watchdog
+    smi          nvidia-smi samples the GPU every 100 ms meanwhile (as the
+                 evaluator's GpuMonitor does)
+    evaluator    all of history, release, poison, fingerprint, watchdog and smi
     kernels      list the CUDA kernels one timed reference call runs (no timing)
 
 The spread of the medians over processes is what issue #3's stability
@@ -32,6 +34,7 @@ target bounds; docs/benchmarks.md records what this printed on the H200.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -43,9 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluator.harness.environment import GpuMonitor  # noqa: E402
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
 
-EVALUATOR = {"history", "release", "poison", "fingerprint", "watchdog"}
+EVALUATOR = {"history", "release", "poison", "fingerprint", "watchdog", "smi"}
 
 
 def factors(variant: str) -> set[str]:
@@ -142,12 +146,14 @@ def spawn(args: argparse.Namespace, variant: str) -> dict:
     """One child process; its last line of output, parsed."""
     command = [sys.executable, __file__, "--child", "--variant", variant, "--task", args.task]
     command += ["--workload", args.workload, "--calls", str(args.calls)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stop = threading.Event()
-    if "watchdog" in factors(variant):
-        threading.Thread(target=_watch, args=(proc.pid, stop), daemon=True).start()
-    out, err = proc.communicate()
-    stop.set()
+    parts = factors(variant)
+    with GpuMonitor() if "smi" in parts else contextlib.nullcontext():
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stop = threading.Event()
+        if "watchdog" in parts:
+            threading.Thread(target=_watch, args=(proc.pid, stop), daemon=True).start()
+        out, err = proc.communicate()
+        stop.set()
     if proc.returncode != 0:
         raise SystemExit(f"{variant}: the child failed:\n{err[-2000:]}")
     return json.loads(out.strip().splitlines()[-1])
@@ -163,7 +169,9 @@ def main() -> None:
     parser.add_argument("--workload", default="bf16_decode_1x8192_b1024")
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--variants", default="base,history,poison,fingerprint,watchdog,evaluator")
+    parser.add_argument(
+        "--variants", default="base,history,poison,fingerprint,watchdog,smi,evaluator"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="base", help=argparse.SUPPRESS)
     args = parser.parse_args()

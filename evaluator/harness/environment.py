@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +33,167 @@ def resolve_mode(requested: str) -> Mode:
     return Mode(requested)
 
 
-def gpu_state() -> dict[str, str]:
-    """Clocks, temperature and throttle reasons as nvidia-smi reports them now."""
+def gpu_uuid() -> str:
+    """The UUID of the GPU torch calls device 0, as nvidia-smi prints it ("" without one).
+
+    nvidia-smi ignores CUDA_VISIBLE_DEVICES and lists every GPU: the UUID picks
+    the evaluation's own, so a run on a host's second GPU does not record the
+    first one's clocks.
+    """
     try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader"],
+        uuid = str(torch.cuda.get_device_properties(0).uuid)
+    except (AssertionError, RuntimeError, AttributeError):
+        return ""
+    return uuid.lower().removeprefix("gpu-")
+
+
+def gpu_state() -> dict[str, str]:
+    """Clocks, temperature and throttle reasons of the evaluation's GPU, from nvidia-smi, now.
+
+    The state names its GPU's `uuid`. Where that cannot be matched to torch's
+    device 0 (no CUDA in this process, or a driver that prints it otherwise),
+    it is the first GPU listed.
+    """
+    fields = (*SMI_FIELDS, "uuid")
+    try:
+        lines = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=20,
             check=True,
-        ).stdout.splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
         return {}
-    return dict(zip(SMI_FIELDS, (v.strip() for v in out.split(",")), strict=False))
+    states = [
+        dict(zip(fields, (v.strip() for v in line.split(",")), strict=False))
+        for line in lines
+        if line.strip()
+    ]
+    uuid = gpu_uuid()
+    own = [state for state in states if uuid and state.get("uuid", "").lower().endswith(uuid)]
+    return (own or states or [{}])[0]
+
+
+MONITOR_FIELDS = (
+    "clocks.sm",
+    "clocks.mem",
+    "temperature.gpu",
+    "power.draw",
+    "clocks_throttle_reasons.active",
+)
+# nvmlClocksThrottleReasons bits, as nvidia-smi prints them in hexadecimal.
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+class GpuMonitor:
+    """Samples the evaluation's GPU while the child runs (`nvidia-smi -lms`).
+
+    One nvidia-smi process for the whole run, outside the sandbox, so the
+    submission cannot see or stop it. `summary()` goes into the verdict's
+    environment as `gpu_state_during`: what the clocks, temperature, power
+    and throttle reasons were while the kernels ran, not only before and after.
+    """
+
+    def __init__(self, period_ms: int = 100):
+        self.period_ms = period_ms
+        # (GPU UUID, clocks.sm, clocks.mem, temperature, power, throttle mask)
+        self.samples: list[tuple[str, tuple[float, ...]]] = []
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+        self._uuid = ""
+        self.error = ""
+
+    def __enter__(self) -> GpuMonitor:
+        self._uuid = gpu_uuid()
+        command = [
+            "nvidia-smi",
+            f"--query-gpu={','.join((*MONITOR_FIELDS, 'uuid'))}",
+            "--format=csv,noheader,nounits",
+            f"--loop-ms={self.period_ms}",
+        ]
+        try:
+            self._proc = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            )
+        except OSError as exc:
+            self.error = f"nvidia-smi could not start: {exc}"
+            return self
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            values, _, uuid = line.rpartition(",")
+            sample = _parse_sample(values)
+            if sample is not None:
+                self.samples.append((uuid.strip().lower(), sample))
+
+    def summary(self) -> dict[str, Any]:
+        gpus = {uuid for uuid, _ in self.samples}
+        own = [v for uuid, v in self.samples if self._uuid and uuid.endswith(self._uuid)]
+        samples = own or ([v for _, v in self.samples] if len(gpus) == 1 else [])
+        if not samples:
+            error = self.error or "nvidia-smi reported no samples"
+            if len(gpus) > 1:
+                error = "nvidia-smi listed several GPUs and none is the evaluation's"
+            return {"samples": 0, "error": error}
+        sm, mem, temp, power, reasons = zip(*samples, strict=True)
+        seen: dict[str, int] = {}
+        for mask in reasons:
+            for bit, name in THROTTLE_REASONS.items():
+                if int(mask) & bit:
+                    seen[name] = seen.get(name, 0) + 1
+        return {
+            "samples": len(samples),
+            "period_ms": self.period_ms,
+            "sm_clock_mhz": _spread(sm),
+            "mem_clock_mhz": _spread(mem),
+            "temperature_c_max": max(temp),
+            "power_w_max": max(power),
+            # How many samples showed each reason; gpu_idle is the time between phases.
+            "throttle_reasons": seen,
+        }
+
+
+def _parse_sample(line: str) -> tuple[float, ...] | None:
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != len(MONITOR_FIELDS):
+        return None
+    try:
+        *numbers, mask = parts
+        return (*(float(n) for n in numbers), float(int(mask, 16)))
+    except ValueError:
+        return None
+
+
+def _spread(values: tuple[float, ...]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"min": ordered[0], "median": ordered[len(ordered) // 2], "max": ordered[-1]}
 
 
 def describe(mode: Mode) -> dict[str, Any]:

@@ -10,6 +10,7 @@ process from the submission's) and judges everything the child reported.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import tempfile
@@ -75,11 +76,14 @@ def evaluate(
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
     try:
         plan = _plan(task, workloads, mode)
-        run = _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes)
+        monitor = environment.GpuMonitor()
+        with monitor if mode is Mode.CUDA else contextlib.nullcontext():
+            run = _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes)
         seen = protocol.collect(run.messages, plan, run.bad_messages)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
         if mode is Mode.CUDA:
+            env_info["gpu_state_during"] = monitor.summary()
             env_info["gpu_state_after"] = environment.gpu_state()
         log = _read_log(workdir / "child.log")
         results = judge(task, mode, plan, seen, workdir, env_info)

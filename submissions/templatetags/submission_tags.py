@@ -33,3 +33,20 @@ def percent(value: float | None) -> str:
 def sig(value: float | None) -> str:
     """Three significant digits, for error magnitudes that span many decades."""
     return "—" if value is None else f"{value:.3g}"
+
+
+@register.filter
+def plain(value: object) -> str:
+    """An environment value as readable text: nested mappings as `key value; …`, lists by commas.
+
+    Keys are sorted, as PostgreSQL's jsonb does not keep their order; a
+    min/median/max triple reads as a range. Escape it in templates (Django
+    does by default).
+    """
+    if isinstance(value, dict) and set(value) == {"min", "median", "max"}:
+        return f"{value['min']}–{value['max']} (median {value['median']})"
+    if isinstance(value, dict):
+        return "; ".join(f"{key} {plain(value[key])}" for key in sorted(value)) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(item) for item in value) or "—"
+    return str(value)

@@ -124,7 +124,16 @@ def finished(user):
         status="incorrect",
         mode="cuda",
         message="incorrect on hidden_fp32_333x70001 and bf16_8192x1024",
-        environment={"device": "NVIDIA H200", "torch": "2.13.0"},
+        environment={
+            "device": "NVIDIA H200",
+            "torch": "2.13.0",
+            "gpu_state_during": {
+                "samples": 3,
+                "sm_clock_mhz": {"min": 345.0, "median": 1755.0, "max": 1980.0},
+                "throttle_reasons": {"sw_power_cap": 1},
+                "note": "<i>",
+            },
+        },
         log="<script>alert(1)</script> hidden_fp32_333x70001 failed",
         flags=[],
     )
@@ -171,6 +180,11 @@ def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     assert "bf16_8192x1024" in body
     assert "0.25" in body and "2.00×" in body and "42.0 %" in body
     assert "NVIDIA H200" in body
+    # Nested values read as text, keys sorted (jsonb keeps no order), escaped.
+    assert (
+        "note &lt;i&gt;; samples 3; sm_clock_mhz 345.0–1980.0 (median 1755.0); "
+        "throttle_reasons sw_power_cap 1"
+    ) in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "<script>alert" not in body
     assert "&lt;b&gt;" in body or "&#39;&lt;b&gt;&#39;" in body  # highlighted and escaped

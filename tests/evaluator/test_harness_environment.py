@@ -1,0 +1,100 @@
+"""What a verdict records about the GPU: the right GPU, and its state while the kernels ran."""
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from evaluator.harness import environment
+
+# Two GPUs, as on a two-GPU host: the evaluation runs on the second one.
+OURS, OTHER = "GPU-bbbb-2222", "GPU-aaaa-1111"
+FAKE_SMI = f"""#!/bin/sh
+echo "$@" >> "{{args}}"
+case "$*" in
+  *--loop-ms*)
+    echo "1410, 3201, 60, 650.0, 0x0000000000000000, {OTHER}"
+    echo "1980, 3201, 40, 350.5, 0x0000000000000000, {OURS}"
+    echo "1755, 3201, 45, 699.0, 0x0000000000000004, {OURS}"
+    echo "[N/A], [N/A], [N/A], [N/A], [N/A], {OURS}"
+    echo "345, 3201, 36, 80.1, 0x0000000000000001, {OURS}"
+    while :; do sleep 0.05; done ;;
+  *)
+    echo "NVIDIA H200, 580.159.04, 345 MHz, 3201 MHz, 1980 MHz, 37, 80.00 W, 0x1, {OTHER}"
+    echo "NVIDIA H200, 580.159.04, 1980 MHz, 3201 MHz, 1980 MHz, 41, 300.00 W, 0x0, {OURS}" ;;
+esac
+"""
+
+
+def fake_smi(tmp_path, monkeypatch, *, uuid: str = "bbbb-2222") -> Path:
+    args = tmp_path / "args"
+    script = tmp_path / "bin" / "nvidia-smi"
+    script.parent.mkdir()
+    script.write_text(FAKE_SMI.format(args=args))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(environment, "gpu_uuid", lambda: uuid)
+    return args
+
+
+def sampled(period_ms: int = 50, count: int = 4) -> environment.GpuMonitor:
+    with environment.GpuMonitor(period_ms=period_ms) as monitor:
+        deadline = time.monotonic() + 10
+        while len(monitor.samples) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return monitor
+
+
+def test_the_monitor_summarises_its_own_gpu_clocks_heat_power_and_throttling(tmp_path, monkeypatch):
+    args = fake_smi(tmp_path, monkeypatch)
+
+    summary = sampled().summary()
+
+    # The other GPU's line and the line of [N/A]s are left out.
+    assert summary["samples"] == 3
+    assert summary["sm_clock_mhz"] == {"min": 345.0, "median": 1755.0, "max": 1980.0}
+    assert summary["temperature_c_max"] == 45.0 and summary["power_w_max"] == 699.0
+    assert summary["throttle_reasons"] == {"sw_power_cap": 1, "gpu_idle": 1}
+    assert "--loop-ms=50" in args.read_text()
+
+
+def test_the_monitor_will_not_guess_between_several_gpus(tmp_path, monkeypatch):
+    fake_smi(tmp_path, monkeypatch, uuid="")
+
+    summary = sampled().summary()
+
+    assert summary["samples"] == 0 and "several GPUs" in summary["error"]
+
+
+def test_the_monitor_stops_its_nvidia_smi(tmp_path, monkeypatch):
+    fake_smi(tmp_path, monkeypatch)
+    with environment.GpuMonitor(period_ms=50) as monitor:
+        pass
+    assert monitor._proc is not None and monitor._proc.poll() is not None
+
+
+def test_without_nvidia_smi_the_summary_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with environment.GpuMonitor() as monitor:
+        pass
+    summary = monitor.summary()
+    assert summary["samples"] == 0 and "nvidia-smi" in summary["error"]
+    assert environment.gpu_state() == {}
+
+
+def test_the_state_is_that_of_the_evaluation_gpu_not_the_first_one(tmp_path, monkeypatch):
+    fake_smi(tmp_path, monkeypatch)
+
+    state = environment.gpu_state()
+
+    assert state["uuid"] == OURS and state["temperature.gpu"] == "41"
+
+
+def test_without_a_known_uuid_the_state_is_the_first_gpu_and_names_it(tmp_path, monkeypatch):
+    fake_smi(tmp_path, monkeypatch, uuid="")
+    assert environment.gpu_state()["uuid"] == OTHER
+
+
+def test_there_is_no_uuid_without_a_gpu():
+    # CI has no CUDA.
+    assert environment.gpu_uuid() == ""
