@@ -97,7 +97,7 @@ THROTTLE_REASONS = {
 
 
 class GpuMonitor:
-    """Samples the evaluation's GPU while the child runs (`nvidia-smi -lms`).
+    """Samples the evaluation's GPU while the child runs (`nvidia-smi --loop-ms`).
 
     One nvidia-smi process for the whole run, outside the sandbox, so the
     submission cannot see or stop it. `summary()` goes into the verdict's
@@ -144,6 +144,8 @@ class GpuMonitor:
             self._proc.wait()
         if self._reader is not None:
             self._reader.join(timeout=5)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
