@@ -8,6 +8,7 @@ import platform
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +108,9 @@ class GpuMonitor:
 
     def __init__(self, period_ms: int = 100):
         self.period_ms = period_ms
-        # (GPU UUID, clocks.sm, clocks.mem, temperature, power, throttle mask)
-        self.samples: list[tuple[str, tuple[float, ...]]] = []
+        # (host monotonic clock, GPU UUID, (clocks.sm, clocks.mem, temperature,
+        # power, throttle mask))
+        self.samples: list[tuple[float, str, tuple[float, ...]]] = []
         self._proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._uuid = ""
@@ -153,33 +155,49 @@ class GpuMonitor:
             values, _, uuid = line.rpartition(",")
             sample = _parse_sample(values)
             if sample is not None:
-                self.samples.append((uuid.strip().lower(), sample))
+                self.samples.append((time.monotonic(), uuid.strip().lower(), sample))
 
-    def summary(self) -> dict[str, Any]:
-        gpus = {uuid for uuid, _ in self.samples}
-        own = [v for uuid, v in self.samples if self._uuid and uuid.endswith(self._uuid)]
-        samples = own or ([v for _, v in self.samples] if len(gpus) == 1 else [])
+    def summary(self, windows: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+        """The run's GPU state, and under `timing` each workload's timed loop alone.
+
+        `windows` maps a workload to the host-clock span of its warm-up and
+        timed calls (`protocol.timing_windows`).
+        """
+        gpus = {uuid for _, uuid, _ in self.samples}
+        own = [(t, v) for t, uuid, v in self.samples if self._uuid and uuid.endswith(self._uuid)]
+        samples = own or ([(t, v) for t, _, v in self.samples] if len(gpus) == 1 else [])
         if not samples:
             error = self.error or "nvidia-smi reported no samples"
             if len(gpus) > 1:
                 error = "nvidia-smi listed several GPUs and none is the evaluation's"
             return {"samples": 0, "error": error}
-        sm, mem, temp, power, reasons = zip(*samples, strict=True)
-        seen: dict[str, int] = {}
-        for mask in reasons:
-            for bit, name in THROTTLE_REASONS.items():
-                if int(mask) & bit:
-                    seen[name] = seen.get(name, 0) + 1
-        return {
-            "samples": len(samples),
-            "period_ms": self.period_ms,
-            "sm_clock_mhz": _spread(sm),
-            "mem_clock_mhz": _spread(mem),
-            "temperature_c_max": max(temp),
-            "power_w_max": max(power),
-            # How many samples showed each reason; gpu_idle is the time between phases.
-            "throttle_reasons": seen,
-        }
+        summary = {"period_ms": self.period_ms, **_state([v for _, v in samples])}
+        timing = {}
+        for name, (start, end) in (windows or {}).items():
+            inside = [v for t, v in samples if start <= t <= end]
+            if inside:
+                timing[name] = _state(inside)
+        if timing:
+            summary["timing"] = timing
+        return summary
+
+
+def _state(samples: list[tuple[float, ...]]) -> dict[str, Any]:
+    sm, mem, temp, power, reasons = zip(*samples, strict=True)
+    seen: dict[str, int] = {}
+    for mask in reasons:
+        for bit, name in THROTTLE_REASONS.items():
+            if int(mask) & bit:
+                seen[name] = seen.get(name, 0) + 1
+    return {
+        "samples": len(samples),
+        "sm_clock_mhz": _spread(sm),
+        "mem_clock_mhz": _spread(mem),
+        "temperature_c_max": max(temp),
+        "power_w_max": max(power),
+        # How many samples showed each reason; gpu_idle is the time between phases.
+        "throttle_reasons": seen,
+    }
 
 
 def _parse_sample(line: str) -> tuple[float, ...] | None:

@@ -83,7 +83,9 @@ def evaluate(
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
         if mode is Mode.CUDA:
-            env_info["gpu_state_during"] = monitor.summary()
+            env_info["gpu_state_during"] = monitor.summary(
+                windows=protocol.timing_windows(run.messages)
+            )
             env_info["gpu_state_after"] = environment.gpu_state()
         log = _read_log(workdir / "child.log")
         results = judge(task, mode, plan, seen, workdir, env_info)

@@ -102,6 +102,23 @@ def collect(
     return seen
 
 
+def timing_windows(messages: list[tuple[float, dict]]) -> dict[str, tuple[float, float]]:
+    """Per timed workload, the host-clock span of its warm-up and timed calls.
+
+    The child times a workload between the message before its `batch_begin`
+    (the previous workload's `timing`, or the last correctness output) and that
+    `batch_begin`. For diagnostics only: the stamps are the parent's, but the
+    child chooses when to write.
+    """
+    windows: dict[str, tuple[float, float]] = {}
+    previous: float | None = None
+    for stamp, msg in messages:
+        if msg.get("event") == "batch_begin" and previous is not None:
+            windows.setdefault(str(msg.get("workload")), (previous, stamp))
+        previous = stamp
+    return windows
+
+
 def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, list[int]]) -> str:
     event, name, tag = want
     got = str(msg.get("event"))

@@ -98,3 +98,44 @@ def test_without_a_known_uuid_the_state_is_the_first_gpu_and_names_it(tmp_path, 
 def test_there_is_no_uuid_without_a_gpu():
     # CI has no CUDA.
     assert environment.gpu_uuid() == ""
+
+
+def test_each_timed_loop_gets_the_state_of_its_own_window():
+    monitor = environment.GpuMonitor(period_ms=100)
+    monitor._uuid = "bbbb-2222"
+    ours = OURS.lower()
+    monitor.samples = [
+        (1.0, ours, (345.0, 3201.0, 36.0, 80.0, 1.0)),  # idle, before timing
+        (2.1, ours, (1980.0, 3201.0, 40.0, 500.0, 0.0)),
+        (2.2, ours, (1950.0, 3201.0, 41.0, 690.0, 4.0)),
+        (3.1, ours, (1755.0, 3201.0, 44.0, 699.0, 4.0)),
+        (3.2, "gpu-aaaa-1111", (1410.0, 3201.0, 60.0, 650.0, 0.0)),  # the other GPU
+    ]
+
+    summary = monitor.summary(windows={"small": (2.0, 2.5), "big": (3.0, 3.5), "none": (9, 10)})
+
+    assert summary["samples"] == 4
+    assert summary["timing"]["small"]["sm_clock_mhz"] == {
+        "min": 1950.0,
+        "median": 1980.0,
+        "max": 1980.0,
+    }
+    assert summary["timing"]["small"]["throttle_reasons"] == {"sw_power_cap": 1}
+    assert summary["timing"]["big"]["samples"] == 1
+    assert "none" not in summary["timing"]
+
+
+def test_a_workloads_window_runs_from_the_message_before_its_batch_to_the_batch():
+    from evaluator.harness.protocol import timing_windows
+
+    messages = [
+        (1.0, {"event": "output", "workload": "a"}),
+        (1.5, {"event": "output", "workload": "b"}),
+        (2.0, {"event": "batch_begin", "workload": "a"}),
+        (2.1, {"event": "batch_end", "workload": "a"}),
+        (2.2, {"event": "timing", "workload": "a"}),
+        (2.3, {"event": "threads", "count": 1}),
+        (3.0, {"event": "batch_begin", "workload": "b"}),
+    ]
+
+    assert timing_windows(messages) == {"a": (1.5, 2.0), "b": (2.3, 3.0)}
