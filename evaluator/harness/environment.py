@@ -106,56 +106,82 @@ class GpuMonitor:
     and throttle reasons were while the kernels ran, not only before and after.
     """
 
+    # Processes holding a CUDA context, sampled more slowly: they live long.
+    APPS_PERIOD_MS = 250
+
     def __init__(self, period_ms: int = 100):
         self.period_ms = period_ms
+        # (process id, GPU UUID) of every CUDA context nvidia-smi listed.
+        self.contexts: set[tuple[int, str]] = set()
         # (host monotonic clock, GPU UUID, (clocks.sm, clocks.mem, temperature,
         # power, throttle mask))
         self.samples: list[tuple[float, str, tuple[float, ...]]] = []
-        self._proc: subprocess.Popen[str] | None = None
-        self._reader: threading.Thread | None = None
+        self._procs: list[subprocess.Popen[str]] = []
+        self._readers: list[threading.Thread] = []
         self._uuid = ""
         self.error = ""
 
     def __enter__(self) -> GpuMonitor:
         self._uuid = gpu_uuid()
-        command = [
-            "nvidia-smi",
+        state = [
             f"--query-gpu={','.join((*MONITOR_FIELDS, 'uuid'))}",
             "--format=csv,noheader,nounits",
             f"--loop-ms={self.period_ms}",
         ]
-        try:
-            self._proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-            )
-        except OSError as exc:
-            self.error = f"nvidia-smi could not start: {exc}"
-            return self
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        apps = [
+            "--query-compute-apps=pid,gpu_uuid",
+            "--format=csv,noheader",
+            f"--loop-ms={self.APPS_PERIOD_MS}",
+        ]
+        for query, read in ((state, self._read_state), (apps, self._read_apps)):
+            try:
+                proc = subprocess.Popen(
+                    ["nvidia-smi", *query],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+            except OSError as exc:
+                self.error = f"nvidia-smi could not start: {exc}"
+                return self
+            reader = threading.Thread(target=read, args=(proc,), daemon=True)
+            reader.start()
+            self._procs.append(proc)
+            self._readers.append(reader)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._proc is None:
-            return
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        if self._reader is not None:
-            self._reader.join(timeout=5)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+        for proc in self._procs:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        for proc in self._procs:
+            if proc.stdout is not None:
+                proc.stdout.close()
 
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        for line in self._proc.stdout:
+    def _read_state(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             values, _, uuid = line.rpartition(",")
             sample = _parse_sample(values)
             if sample is not None:
                 self.samples.append((time.monotonic(), uuid.strip().lower(), sample))
+
+    def _read_apps(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            pid, _, uuid = line.partition(",")
+            if pid.strip().isdigit():
+                self.contexts.add((int(pid), uuid.strip().lower()))
+
+    def gpu_pids(self) -> set[int]:
+        """Processes seen holding a CUDA context on the evaluation's GPU (any GPU if unknown)."""
+        return {pid for pid, uuid in self.contexts if not self._uuid or uuid.endswith(self._uuid)}
 
     def summary(self, windows: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
         """The run's GPU state, and under `timing` each workload's timed loop alone.

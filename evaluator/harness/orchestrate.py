@@ -11,6 +11,8 @@ process from the submission's) and judges everything the child reported.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import secrets
 import shutil
 import tempfile
@@ -86,6 +88,7 @@ def evaluate(
             env_info["gpu_state_during"] = monitor.summary(
                 windows=protocol.timing_windows(run.messages)
             )
+            _census(monitor.gpu_pids() & run.pids, seen)
             env_info["gpu_state_after"] = environment.gpu_state()
         log = _read_log(workdir / "child.log")
         results = judge(task, mode, plan, seen, workdir, env_info)
@@ -96,6 +99,23 @@ def evaluate(
         seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
     status, message = _decide(run, seen, results, len(workloads))
     return _verdict(task, mode, status, message, seen.flags, results, env_info, log, started)
+
+
+def _census(pids: set[int], seen: Observed) -> None:
+    """More than one process of the submission held the GPU: work the events could not see.
+
+    The child is one process with one CUDA context. A helper process with a
+    context of its own can run work beside the harness's stream, and its
+    events, through CUDA IPC.
+    """
+    if len(pids) > 1:
+        seen.flags.append(
+            protocol.flag(
+                "gpu_process",
+                f"{len(pids)} processes of the submission held a CUDA context on the GPU "
+                f"(process ids {', '.join(map(str, sorted(pids)))}); only the child may",
+            )
+        )
 
 
 def _decide(
@@ -167,8 +187,6 @@ def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> di
 
 
 def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
-    import json
-
     (workdir / "submission.py").write_text(source)
     job = {
         "mode": str(mode),
@@ -194,8 +212,6 @@ def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
     if mode is Mode.INTERPRET:
         env["TRITON_INTERPRET"] = "1"
         env["CUDA_VISIBLE_DEVICES"] = ""
-    import os
-
     for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_PTXAS_PATH"):
         if key in os.environ and key not in env:
             env[key] = os.environ[key]

@@ -50,6 +50,8 @@ class ChildRun:
     peak_rss_bytes: int = 0
     log: str = ""
     isolation: str = ""
+    # Every process id seen in the evaluation's process tree while it ran.
+    pids: set[int] = field(default_factory=set)
 
 
 def default_memory_limit() -> int:
@@ -302,6 +304,7 @@ def run_child(
         while proc.poll() is None:
             elapsed = time.monotonic() - started
             tree = [proc.pid, *proctree.descendants(proc.pid)]
+            result.pids.update(tree)
             rss = proctree.memory_bytes(tree)
             result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
             if elapsed > limits.timeout_s:

@@ -12,6 +12,11 @@ OURS, OTHER = "GPU-bbbb-2222", "GPU-aaaa-1111"
 FAKE_SMI = f"""#!/bin/sh
 echo "$@" >> "{{args}}"
 case "$*" in
+  *--query-compute-apps*)
+    echo "4242, {OURS}"
+    echo "4243, {OURS}"
+    echo "5555, {OTHER}"
+    while :; do sleep 0.05; done ;;
   *--loop-ms*)
     echo "1410, 3201, 60, 650.0, 0x0000000000000000, {OTHER}"
     echo "1980, 3201, 40, 350.5, 0x0000000000000000, {OURS}"
@@ -66,11 +71,21 @@ def test_the_monitor_will_not_guess_between_several_gpus(tmp_path, monkeypatch):
     assert summary["samples"] == 0 and "several GPUs" in summary["error"]
 
 
-def test_the_monitor_stops_its_nvidia_smi(tmp_path, monkeypatch):
+def test_the_monitor_stops_its_nvidia_smis(tmp_path, monkeypatch):
     fake_smi(tmp_path, monkeypatch)
     with environment.GpuMonitor(period_ms=50) as monitor:
         pass
-    assert monitor._proc is not None and monitor._proc.poll() is not None
+    assert len(monitor._procs) == 2
+    assert all(proc.poll() is not None for proc in monitor._procs)
+
+
+def test_the_monitor_lists_the_processes_holding_the_evaluation_gpu(tmp_path, monkeypatch):
+    fake_smi(tmp_path, monkeypatch)
+    with environment.GpuMonitor(period_ms=50) as monitor:
+        deadline = time.monotonic() + 10
+        while len(monitor.contexts) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert monitor.gpu_pids() == {4242, 4243}
 
 
 def test_without_nvidia_smi_the_summary_says_so(tmp_path, monkeypatch):

@@ -1,0 +1,37 @@
+"""Only the child may hold the GPU: the census of CUDA contexts in the evaluation's process tree."""
+
+from pathlib import Path
+
+from evaluator.harness import orchestrate, sandbox
+from evaluator.harness.package import DEFAULT_CATALOG_DIR
+from evaluator.harness.protocol import Observed
+
+
+def test_one_process_on_the_gpu_is_the_child_and_no_flag():
+    seen = Observed()
+    orchestrate._census({4242}, seen)
+    orchestrate._census(set(), seen)
+    assert seen.flags == []
+
+
+def test_a_second_process_on_the_gpu_is_flagged():
+    seen = Observed()
+    orchestrate._census({4243, 4242}, seen)
+    assert [f["check"] for f in seen.flags] == ["gpu_process"]
+    assert "4242, 4243" in seen.flags[0]["detail"]
+
+
+def test_the_sandbox_remembers_every_process_of_the_tree(tmp_path: Path):
+    # The child starts a helper that lives a moment: the census needs its id.
+    helper = "import subprocess; subprocess.run(['sleep', '0.6'], check=True)"
+    run = sandbox.run_child(
+        python_args=["-c", helper],
+        workdir=tmp_path,
+        task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
+        limits=sandbox.Limits(timeout_s=30),
+        log_path=tmp_path / "child.log",
+        gpu=False,
+    )
+    assert run.returncode == 0, (tmp_path / "child.log").read_text()
+    assert len(run.pids) >= 2
