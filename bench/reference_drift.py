@@ -92,12 +92,7 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
         args = inputs(p, seed)
         if expert and "poison" in parts:
             honesty.poison_allocator(device, sum(a.numel() * a.element_size() for a in args))
-        start, end = timing.event(), timing.event()
-        flusher.flush()
-        timing.record(start)
-        out = model(*args)
-        timing.record(end)
-        timing.stream_synchronize()
+        (start, end), out = timing.timed_call(model, args, flusher)
         if expert and "fingerprint" in parts:
             timing.fingerprint(as_tuple(out), seed=7)
             timing.synchronize()

@@ -227,13 +227,13 @@ class Child:
                 for who in order:
                     if who == "ref":
                         ref_events.append(
-                            self._timed(ref, self.inputs(params, ref_seed + call), flusher)[0]
+                            timing.timed_call(ref, self.inputs(params, ref_seed + call), flusher)[0]
                         )
                         continue
                     seed = sub_seed + call
                     inputs = self.inputs(params, seed)
                     honesty.poison_allocator(self.device, _bytes_of(inputs))
-                    events, out = self._timed(sub, inputs, flusher)
+                    events, out = timing.timed_call(sub, inputs, flusher)
                     sub_events.append(events)
                     persisting = flusher.persisting_l2_bytes()
                     if persisting and not self.l2_reported:
@@ -277,15 +277,6 @@ class Child:
             l2_persist_reset=flusher.resets_persisting_lines,
         )
         return True
-
-    def _timed(self, model, inputs, flusher):
-        start, end = timing.event(), timing.event()
-        flusher.flush()
-        timing.record(start)
-        out = model(*inputs)
-        timing.record(end)
-        timing.stream_synchronize()
-        return (start, end), out
 
     @staticmethod
     def _stable(sub_events, ref_events, cfg) -> bool:

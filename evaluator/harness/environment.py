@@ -48,6 +48,11 @@ def gpu_uuid() -> str:
     return uuid.lower().removeprefix("gpu-")
 
 
+def is_gpu(listed: str, uuid: str) -> bool:
+    """Whether a UUID as nvidia-smi lists it ("GPU-…") is `uuid` (from `gpu_uuid`); never for ""."""
+    return bool(uuid) and listed.strip().lower().endswith(uuid)
+
+
 def gpu_state() -> dict[str, str]:
     """Clocks, temperature and throttle reasons of the evaluation's GPU, from nvidia-smi, now.
 
@@ -72,7 +77,7 @@ def gpu_state() -> dict[str, str]:
         if line.strip()
     ]
     uuid = gpu_uuid()
-    own = [state for state in states if uuid and state.get("uuid", "").lower().endswith(uuid)]
+    own = [state for state in states if is_gpu(state.get("uuid", ""), uuid)]
     return (own or states or [{}])[0]
 
 
@@ -100,10 +105,12 @@ THROTTLE_REASONS = {
 class GpuMonitor:
     """Samples the evaluation's GPU while the child runs (`nvidia-smi --loop-ms`).
 
-    One nvidia-smi process for the whole run, outside the sandbox, so the
-    submission cannot see or stop it. `summary()` goes into the verdict's
-    environment as `gpu_state_during`: what the clocks, temperature, power
-    and throttle reasons were while the kernels ran, not only before and after.
+    Two nvidia-smi processes for the whole run, outside the sandbox, so the
+    submission cannot see or stop them: one samples the GPU's state, and
+    `summary()` goes into the verdict's environment as `gpu_state_during`
+    (what the clocks, temperature, power and throttle reasons were while the
+    kernels ran, not only before and after); the other lists the processes
+    holding a CUDA context, for the census (`gpu_pids`).
     """
 
     # Processes holding a CUDA context, sampled more slowly: they live long.
@@ -181,7 +188,7 @@ class GpuMonitor:
 
     def gpu_pids(self) -> set[int]:
         """Processes seen holding a CUDA context on the evaluation's GPU (any GPU if unknown)."""
-        return {pid for pid, uuid in self.contexts if not self._uuid or uuid.endswith(self._uuid)}
+        return {pid for pid, uuid in self.contexts if not self._uuid or is_gpu(uuid, self._uuid)}
 
     def summary(self, windows: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
         """The run's GPU state, and under `timing` each workload's timed loop alone.
@@ -190,7 +197,7 @@ class GpuMonitor:
         timed calls (`protocol.timing_windows`).
         """
         gpus = {uuid for _, uuid, _ in self.samples}
-        own = [(t, v) for t, uuid, v in self.samples if self._uuid and uuid.endswith(self._uuid)]
+        own = [(t, v) for t, uuid, v in self.samples if is_gpu(uuid, self._uuid)]
         samples = own or ([(t, v) for t, _, v in self.samples] if len(gpus) == 1 else [])
         if not samples:
             error = self.error or "nvidia-smi reported no samples"

@@ -111,6 +111,21 @@ class L2Flusher:
         return int(value.value)
 
 
+def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, object]:
+    """One timed call: flush and cover, then the call between two events on the current stream.
+
+    Returns the (start, end) events and the call's output, once the current
+    stream (only) has finished.
+    """
+    start, end = event(), event()
+    flusher.flush()
+    record(start)
+    out = model(*inputs)
+    record(end)
+    stream_synchronize()
+    return (start, end), out
+
+
 def _cycles_for(microseconds: float) -> int:
     """GPU clock cycles that torch.cuda._sleep spins for about `microseconds`.
 

@@ -23,7 +23,7 @@ def test_a_timed_call_waits_for_its_own_stream_only(monkeypatch):
     monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: waited.append(stream))
     monkeypatch.setattr(timing, "_synchronize", lambda: waited.append("the whole device"))
 
-    _, out = Child._timed(None, lambda x: x + 1, (torch.zeros(3),), StubFlusher())
+    _, out = timing.timed_call(lambda x: x + 1, (torch.zeros(3),), StubFlusher())
 
     assert waited == ["record", "record", "the current stream"]
     assert out.tolist() == [1.0, 1.0, 1.0]
