@@ -188,11 +188,13 @@ def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> di
 
 def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
     (workdir / "submission.py").write_text(source)
+    task_dir = Path(task.directory).resolve()
+    seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
     job = {
         "mode": str(mode),
-        "reference": f"{sandbox.SANDBOX_TASK}/reference.py",
-        "submission": f"{sandbox.SANDBOX_WORK}/submission.py",
-        "out_dir": f"{sandbox.SANDBOX_WORK}/out",
+        "reference": f"{seen.task}/reference.py",
+        "submission": f"{seen.work}/submission.py",
+        "out_dir": f"{seen.work}/out",
         "inplace": task.inplace,
         "timing": TIMING,
         **plan,
@@ -200,13 +202,13 @@ def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
     (workdir / "job.json").write_text(json.dumps(job))
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": sandbox.SANDBOX_WORK,
-        "TMPDIR": sandbox.SANDBOX_WORK,
+        "HOME": seen.work,
+        "TMPDIR": seen.work,
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
-        "TRITON_CACHE_DIR": f"{sandbox.SANDBOX_WORK}/.triton",
-        "TORCH_EXTENSIONS_DIR": f"{sandbox.SANDBOX_WORK}/.torch_extensions",
+        "TRITON_CACHE_DIR": f"{seen.work}/.triton",
+        "TORCH_EXTENSIONS_DIR": f"{seen.work}/.torch_extensions",
         "OMP_NUM_THREADS": "1",
     }
     if mode is Mode.INTERPRET:
@@ -217,9 +219,9 @@ def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
             env[key] = os.environ[key]
     bootstrap = "import evaluator.harness.child as c; c.main()"
     run = sandbox.run_child(
-        python_args=["-s", "-c", bootstrap, f"{sandbox.SANDBOX_WORK}/job.json", "{fd}"],
+        python_args=["-s", "-c", bootstrap, f"{seen.work}/job.json", "{fd}"],
         workdir=workdir,
-        task_dir=Path(task.directory).resolve(),
+        task_dir=task_dir,
         env=env,
         limits=sandbox.Limits(
             timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()

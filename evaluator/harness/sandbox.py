@@ -89,6 +89,25 @@ def isolation_level() -> str:
     return "bwrap" if probe.returncode == 0 else "process"
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where the child sees its scratch folder and the task package."""
+
+    work: str
+    task: str
+
+
+def layout(workdir: Path, task_dir: Path) -> Layout:
+    """The paths to write into the child's job and environment, for this host's level.
+
+    Inside bubblewrap they are the fixed mount points; at the `process` level
+    the child sees the host's filesystem, so they are the real folders.
+    """
+    if isolation_level() == "process":
+        return Layout(work=str(workdir), task=str(task_dir))
+    return Layout(work=SANDBOX_WORK, task=SANDBOX_TASK)
+
+
 def _userns_args() -> list[str]:
     # As root, bubblewrap would keep root inside; ask for a user namespace with
     # an unprivileged uid and no capabilities instead.
@@ -154,22 +173,14 @@ def sandbox_command(
 ) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and level for running `python python_args...` sandboxed.
 
-    Paths inside the sandbox: harness at /d2k (PYTHONPATH), task package at
-    /d2k/task, scratch at /d2k/work. At the `process` level the same layout is
-    reached through the real paths instead.
+    Inside bubblewrap the harness is at /d2k (PYTHONPATH), the task package
+    at /d2k/task and the scratch folder at /d2k/work; at the `process` level
+    the child runs on the real paths. `layout` gives the caller the right ones
+    for its arguments and environment.
     """
     level = isolation_level()
     if level == "process":
-        real_env = {**env, "PYTHONPATH": str(HARNESS_ROOT)}
-        real_env = {
-            k: v.replace(SANDBOX_WORK, str(workdir)).replace(SANDBOX_TASK, str(task_dir))
-            for k, v in real_env.items()
-        }
-        args = [
-            a.replace(SANDBOX_WORK, str(workdir)).replace(SANDBOX_TASK, str(task_dir))
-            for a in python_args
-        ]
-        return [sys.executable, *args], real_env, level
+        return [sys.executable, *python_args], {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
 
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [
