@@ -71,7 +71,7 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
     exp_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "expert.py"), "expert")
     flusher = timing.L2Flusher(device)
     if "cover" in parts:
-        flusher.sleep_cycles *= 5
+        flusher.cover_us *= 5
     rng = random.Random()
 
     def models(p: dict) -> tuple:

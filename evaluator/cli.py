@@ -37,6 +37,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="host-memory limit of the sandboxed child in GiB (default: the harness default)",
     )
+    check.add_argument(
+        "--timing",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change one setting of the timing protocol, for experiments (repeatable; "
+        "the verdict records the settings it ran with)",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ceilings = commands.add_parser("ceilings", help="measure and print this GPU's ceilings")
     ceilings.add_argument("--refresh", action="store_true")
@@ -83,7 +91,21 @@ def _check(args: argparse.Namespace) -> int:
         return _fail(str(exc))
 
     from evaluator.harness.environment import resolve_mode
-    from evaluator.harness.orchestrate import evaluate
+    from evaluator.harness.orchestrate import evaluate, timing_settings
+
+    overrides: dict[str, float] = {}
+    for item in args.timing:
+        key, equals, value = item.partition("=")
+        try:
+            overrides[key.strip()] = float(value)
+        except ValueError:
+            return _fail(f"--timing takes KEY=VALUE with a number, not {item!r}")
+        if not equals:
+            return _fail(f"--timing takes KEY=VALUE, not {item!r}")
+    try:
+        timing_settings(overrides)
+    except ValueError as exc:
+        return _fail(str(exc))
 
     try:
         mode = resolve_mode(args.mode)
@@ -96,7 +118,12 @@ def _check(args: argparse.Namespace) -> int:
             return _fail("--mode cuda needs a CUDA GPU, and none is visible")
     memory_bytes = int(args.memory_gb * 2**30) if args.memory_gb is not None else None
     verdict = evaluate(
-        task=task, source=source, mode=mode, timeout_s=args.timeout, memory_bytes=memory_bytes
+        task=task,
+        source=source,
+        mode=mode,
+        timeout_s=args.timeout,
+        memory_bytes=memory_bytes,
+        timing=overrides,
     )
     if args.json:
         print(json.dumps(verdict.to_dict(), default=str))

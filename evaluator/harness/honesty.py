@@ -8,6 +8,7 @@ the parent makes from outside (see docs/evaluator.md, "Defence in depth").
 from __future__ import annotations
 
 import builtins
+import inspect
 import json
 import os
 import sys
@@ -55,17 +56,25 @@ def _patch_targets() -> list[tuple[str, Any, str]]:
 
 
 class PatchGuard:
-    """Remembers the identity of the functions that timing and checking rely on."""
+    """Remembers the identity of the functions that timing and checking rely on.
+
+    Attributes are read statically (the object stored on the module or class,
+    not what attribute lookup makes of it): a class method looked up gives a
+    new bound method every time, its stored descriptor stays the same.
+    """
 
     def __init__(self) -> None:
-        self._snapshot = [(o, owner, n, getattr(owner, n)) for o, owner, n in _patch_targets()]
+        self._snapshot = [
+            (o, owner, n, inspect.getattr_static(owner, n, None))
+            for o, owner, n in _patch_targets()
+        ]
         self._trace = (sys.gettrace(), sys.getprofile())
 
     def changed(self) -> list[str]:
         found = [
             f"{owner_name}.{name}"
             for owner_name, owner, name, original in self._snapshot
-            if getattr(owner, name, None) is not original
+            if inspect.getattr_static(owner, name, None) is not original
         ]
         if (sys.gettrace(), sys.getprofile()) != self._trace:
             found.append("sys.settrace/setprofile")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -42,7 +43,30 @@ TIMING = {
     "target_median_ci": 0.0025,
     "batch_ms": 60.0,
     "batch_memory_bytes": 8 * 1024**3,
+    # Each timed call's inputs are made behind a block of 0..64 MiB (2 MiB
+    # steps, drawn from the secret timing seed), so that one evaluation times
+    # its kernels at many addresses rather than at the one its allocator
+    # history happened to give (docs/benchmarks.md, series 4).
+    "placement_jitter_mb": 64,
 }
+
+
+def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, float]:
+    """The timing protocol's settings, with `overrides` (for experiments) checked and applied.
+
+    Raises ValueError naming the problem: an unknown key, or a value that is
+    negative or not a number.
+    """
+    settings = dict(TIMING)
+    for key, value in (overrides or {}).items():
+        if key not in TIMING:
+            raise ValueError(f"unknown timing setting {key!r}; known: {', '.join(TIMING)}")
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"timing setting {key} must be a finite number >= 0, not {value!r}")
+        settings[key] = type(TIMING[key])(value)
+    if settings["min_calls"] > settings["max_calls"]:
+        raise ValueError("timing setting min_calls is above max_calls")
+    return settings
 
 
 def evaluate(
@@ -53,8 +77,10 @@ def evaluate(
     timeout_s: float = 600.0,
     memory_bytes: int | None = None,
     keep_workdir: bool = False,
+    timing: dict[str, float] | None = None,
 ) -> Verdict:
     started = time.monotonic()
+    settings = timing_settings(timing)
     env_info = environment.describe(mode)
     try:
         compile(source, "submission.py", "exec")
@@ -73,6 +99,7 @@ def evaluate(
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()
+        env_info["timing_settings"] = settings
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
@@ -80,7 +107,7 @@ def evaluate(
         plan = _plan(task, workloads, mode)
         monitor = environment.GpuMonitor()
         with monitor if mode is Mode.CUDA else contextlib.nullcontext():
-            run = _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes)
+            run = _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes)
         seen = protocol.collect(run.messages, plan, run.bad_messages)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
@@ -89,6 +116,9 @@ def evaluate(
                 windows=protocol.timing_windows(run.messages)
             )
             _census(monitor.gpu_pids() & run.pids, seen)
+            # As the child reported it: which launch cover its timed calls had.
+            covers = [t.get("cover") for t in seen.timings.values()]
+            env_info["launch_cover"] = covers[0] if covers else None
             env_info["gpu_state_after"] = environment.gpu_state()
         log = _read_log(workdir / "child.log")
         results = judge(task, mode, plan, seen, workdir, env_info)
@@ -186,7 +216,7 @@ def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> di
     }
 
 
-def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
+def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes):
     (workdir / "submission.py").write_text(source)
     task_dir = Path(task.directory).resolve()
     seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
@@ -196,7 +226,7 @@ def _run_child(task, source, mode, plan, workdir, timeout_s, memory_bytes):
         "submission": f"{seen.work}/submission.py",
         "out_dir": f"{seen.work}/out",
         "inplace": task.inplace,
-        "timing": TIMING,
+        "timing": settings,
         **plan,
     }
     (workdir / "job.json").write_text(json.dumps(job))

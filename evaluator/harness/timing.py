@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
+
+from .cover import Cover
 
 CUDA_LIMIT_PERSISTING_L2 = 0x06
 
@@ -80,14 +83,22 @@ LAUNCH_COVER_US = 200.0
 
 
 class L2Flusher:
-    """Evicts the L2 cache by writing a buffer twice its size, then covers the launch."""
+    """Evicts the L2 cache by writing a buffer twice its size, then covers the launch.
+
+    Both are one kernel that holds every SM while it runs (cover.py), so that
+    no work of the submission's can start on another stream before the start
+    event. Where that kernel cannot be loaded, a plain write and a one-thread
+    sleep do the flush and the cover, and `describe()` says so.
+    """
 
     def __init__(self, device: torch.device):
         props = torch.cuda.get_device_properties(device)
         size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 256 * 1024 * 1024)
-        self.buffer = torch.empty(size, dtype=torch.uint8, device=device)
+        self.buffer = torch.empty(-(-size // 16) * 16, dtype=torch.uint8, device=device)
         self._cudart = _load_cudart()
-        self.sleep_cycles = _cycles_for(LAUNCH_COVER_US)
+        self.cover_us = LAUNCH_COVER_US
+        self.cover, self.cover_problem = Cover.load(device)
+        self.sleep_cycles = _cycles_for(LAUNCH_COVER_US) if self.cover is None else 0
 
     def flush(self) -> None:
         # Reset lines a submission may have marked persisting with an access
@@ -95,8 +106,17 @@ class L2Flusher:
         if self._cudart is not None:
             self._cudart.cudaCtxResetPersistingL2Cache()
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
+        if self.cover is not None:
+            self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream)
+            return
         self.buffer.zero_()
-        _sleep(self.sleep_cycles)
+        _sleep(int(self.sleep_cycles * self.cover_us / LAUNCH_COVER_US))
+
+    def describe(self) -> dict:
+        """Which launch cover ran: for the verdict's environment."""
+        if self.cover is not None:
+            return {**self.cover.describe(), "microseconds": self.cover_us}
+        return {"kind": "sleep", "microseconds": self.cover_us, "why": self.cover_problem}
 
     @property
     def resets_persisting_lines(self) -> bool:
@@ -109,6 +129,34 @@ class L2Flusher:
         value = ctypes.c_size_t(0)
         self._cudart.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2)
         return int(value.value)
+
+
+class Placement:
+    """Makes each timed call's inputs behind a block of random size, freed before the call.
+
+    The caching allocator hands a process the same blocks call after call, so
+    a process times its kernels at the addresses its history gave it, and the
+    next process at others. With a spacer of 0..`max_mb` MiB (2 MiB steps, a
+    seeded draw) in front, inputs, outputs and temporaries move on every call,
+    and each evaluation's median is taken over many placements.
+    """
+
+    STEP = 2 * 1024 * 1024
+
+    def __init__(self, seed: int, max_mb: float, device: torch.device):
+        self._draw = random.Random(seed)
+        self._steps = int(max_mb * 1024 * 1024) // self.STEP
+        self._device = device
+        self.last_bytes = 0
+
+    def make(self, factory: Callable[[], list]) -> list:
+        if not self._steps:
+            return factory()
+        self.last_bytes = self._draw.randrange(self._steps + 1) * self.STEP
+        spacer = torch.empty(self.last_bytes, dtype=torch.uint8, device=self._device)
+        inputs = factory()
+        del spacer
+        return inputs
 
 
 def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, object]:

@@ -39,6 +39,9 @@ class FakeFlusher:
     def persisting_l2_bytes(self) -> int:
         return 0
 
+    def describe(self) -> dict:
+        return {"kind": "fake"}
+
 
 def install() -> None:
     from evaluator.harness import timing

@@ -126,3 +126,31 @@ def test_human_output_names_the_status_and_workloads():
     proc = run_cli("check", "--task", "row_softmax", "--mode", "interpret", str(EXPERT))
     assert proc.returncode == 0
     assert "row_softmax: correct" in proc.stdout and "check_bf16_8x256" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("setting", "sentence"),
+    [
+        ("no_such=1", "unknown timing setting 'no_such'"),
+        ("max_calls=many", "--timing takes KEY=VALUE with a number, not 'max_calls=many'"),
+        ("max_calls", "--timing takes KEY=VALUE"),
+        ("budget_s=-1", "timing setting budget_s must be a finite number >= 0"),
+        ("max_calls=inf", "timing setting max_calls must be a finite number >= 0"),
+        ("min_calls=500", "min_calls is above max_calls"),
+    ],
+)
+def test_a_bad_timing_setting_is_a_usage_error_with_a_sentence(setting, sentence):
+    proc = run_cli("check", "--task", "row_softmax", "--timing", setting, str(EXPERT))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert sentence in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_timing_settings_apply_overrides_in_the_protocol_s_own_types():
+    from evaluator.harness.orchestrate import TIMING, timing_settings
+
+    settings = timing_settings({"placement_jitter_mb": 0.0, "max_calls": 800.0})
+    assert settings["placement_jitter_mb"] == 0 and settings["max_calls"] == 800
+    assert type(settings["max_calls"]) is int
+    assert settings["budget_s"] == TIMING["budget_s"]
+    assert TIMING["max_calls"] == 400  # the defaults are untouched

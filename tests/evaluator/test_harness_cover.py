@@ -1,0 +1,73 @@
+"""The exclusive launch cover, on a machine without a GPU: its PTX, its shape, its fallback.
+
+Whether it really keeps other streams off the GPU is tested on the GPU, by
+tests/evaluator/test_cover_on_gpu.py.
+"""
+
+import ctypes
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluator.harness import cover
+
+try:
+    import triton
+
+    PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+except ImportError:  # the evaluator extra is not installed
+    PTXAS = Path("/nonexistent/ptxas")
+
+
+@pytest.mark.skipif(not PTXAS.is_file(), reason="needs Triton's ptxas")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_cover_assembles_small_enough_for_four_blocks_an_sm(tmp_path, arch):
+    source = tmp_path / "cover.ptx"
+    source.write_text(cover.PTX)
+    done = subprocess.run(
+        [str(PTXAS), f"-arch={arch}", "-v", str(source), "-o", str(tmp_path / "cover.cubin")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    registers = int(re.search(r"Used (\d+) registers", done.stderr).group(1))
+    # 4 blocks x 512 threads fill an SM's 2048 thread slots only if the
+    # register file (65 536) holds them all: 32 registers a thread at most.
+    assert registers * 4 * cover.BLOCK_THREADS <= 65536
+    assert "spill" not in done.stderr or "0 bytes spill" in done.stderr
+
+
+def test_the_cover_is_exclusive_only_when_its_blocks_fill_every_thread_slot():
+    shape = dict(driver=None, function=None, grid=528, threads_per_sm=2048, sm_count=132)
+    assert cover.Cover(blocks_per_sm=4, **shape).exclusive
+    partial = cover.Cover(blocks_per_sm=3, **shape)
+    assert not partial.exclusive
+    assert partial.describe()["kind"] == "partial"
+
+
+def test_without_a_driver_there_is_no_cover_and_a_reason(monkeypatch):
+    def missing(name, *args, **kwargs):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    loaded, why = cover.Cover.load(torch.device("cuda"))
+    assert loaded is None
+    assert "libcuda.so.1" in why
+
+
+def test_a_driver_error_is_reported_not_raised(monkeypatch):
+    class Driver:
+        def __getattr__(self, name):
+            def function(*args):
+                return 218  # CUDA_ERROR_INVALID_PTX
+
+            return function
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Driver())
+    loaded, why = cover.Cover.load(torch.device("cuda"))
+    assert loaded is None
+    assert why == "CoverError: cuModuleLoadData failed with CUDA driver error 218"
