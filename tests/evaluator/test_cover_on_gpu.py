@@ -33,8 +33,9 @@ def _side_work_against(cover) -> tuple[float, float, float]:
     torch.cuda.synchronize()
     alone_start = _event()
     work.mul_(1.0)
-    alone = alone_start.elapsed_time(_event())
+    alone_end = _event()
     torch.cuda.synchronize()
+    alone = alone_start.elapsed_time(alone_end)
 
     mark = _event()
     cover()
