@@ -31,9 +31,16 @@ KERNEL_NAME = b"d2k_cover"
 # Writes zeros over the buffer (16 bytes a store, grid-stride), then spins
 # with nanosleep for `ns` nanoseconds more, by the GPU's global timer: the
 # host has the flush and the cover to queue the timed call, as it had with a
-# flush kernel followed by the sleep. `.maxntid` and `.minnctapersm 4` keep it within 32 registers
-# a thread, so that 4 blocks of 512 threads (2048, an SM's limit on Hopper
-# and Ampere) fit on one SM at once.
+# flush kernel followed by the sleep. Then the blocks leave together: each
+# block's first thread adds one to `counter` and waits until it reaches
+# `target` (every block of this launch has arrived; they are all resident, so
+# none waits on a block that cannot start), or until 1 ms past its deadline
+# as a safety valve. Blocks whose share of the flush drained late would
+# otherwise leave late, and another stream's kernel could take the SMs freed
+# by the early ones before the start event (seen on the H200: 48 µs ahead).
+# `.maxntid` and `.minnctapersm 4` keep it within 32 registers a thread, so
+# that 4 blocks of 512 threads (2048, an SM's limit on Hopper and Ampere) fit
+# on one SM at once.
 PTX = r"""
 .version 7.0
 .target sm_70
@@ -42,14 +49,16 @@ PTX = r"""
 .visible .entry d2k_cover(
     .param .u64 buffer,
     .param .u64 chunks,
-    .param .u64 ns
+    .param .u64 ns,
+    .param .u64 counter,
+    .param .u64 target
 )
 .maxntid 512, 1, 1
 .minnctapersm 4
 {
-    .reg .pred %p<3>;
+    .reg .pred %p<6>;
     .reg .b32 %r<6>;
-    .reg .b64 %rd<12>;
+    .reg .b64 %rd<18>;
 
     ld.param.u64 %rd2, [buffer];
     ld.param.u64 %rd3, [chunks];
@@ -79,6 +88,24 @@ WAIT:
     mov.u64 %rd11, %globaltimer;
     setp.lt.u64 %p2, %rd11, %rd10;
     @%p2 bra WAIT;
+    barrier.sync 0;
+    setp.ne.u32 %p3, %r1, 0;
+    @%p3 bra DONE;
+    ld.param.u64 %rd12, [counter];
+    ld.param.u64 %rd13, [target];
+    atom.global.add.u64 %rd14, [%rd12], 1;
+    add.u64 %rd15, %rd10, 1000000;
+ARRIVE:
+    ld.volatile.global.u64 %rd16, [%rd12];
+    setp.ge.u64 %p4, %rd16, %rd13;
+    @%p4 bra DONE;
+    mov.u64 %rd17, %globaltimer;
+    setp.ge.u64 %p5, %rd17, %rd15;
+    @%p5 bra DONE;
+    nanosleep.u32 64;
+    bra ARRIVE;
+DONE:
+    barrier.sync 0;
     ret;
 }
 """
@@ -105,6 +132,8 @@ class Cover:
     blocks_per_sm: int
     threads_per_sm: int
     sm_count: int
+    counter: torch.Tensor | None = None  # blocks arrived, over all launches so far
+    launches: int = 0
 
     @property
     def exclusive(self) -> bool:
@@ -170,14 +199,19 @@ class Cover:
             blocks_per_sm=blocks.value,
             threads_per_sm=threads.value,
             sm_count=sm_count,
+            counter=torch.zeros(1, dtype=torch.int64, device=device),
         )
 
     def launch(self, buffer: torch.Tensor, microseconds: float, stream_handle: int) -> None:
         """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU."""
+        assert self.counter is not None
+        self.launches += 1
         values = (
             ctypes.c_uint64(buffer.data_ptr()),
             ctypes.c_uint64(buffer.numel() * buffer.element_size() // 16),
             ctypes.c_uint64(int(microseconds * 1000)),
+            ctypes.c_uint64(self.counter.data_ptr()),
+            ctypes.c_uint64(self.launches * self.grid),
         )
         params = (ctypes.c_void_p * len(values))(
             *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values)
