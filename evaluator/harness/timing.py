@@ -101,6 +101,11 @@ class L2Flusher:
         self.sleep_cycles = _cycles_for(LAUNCH_COVER_US) if self.cover is None else 0
 
     def flush(self) -> None:
+        # The device is idle when the cover is queued. Work queued before it
+        # (the inputs, the poisoned block) would otherwise still be running
+        # when the call starts, and a side stream of the submission's could
+        # start beside it, ahead of the cover (seen on the H200 with 4b).
+        _synchronize()
         # Reset lines a submission may have marked persisting with an access
         # policy window: a plain write does not evict them.
         if self._cudart is not None:

@@ -122,3 +122,16 @@ def test_no_spacer_when_the_jitter_is_off():
     placement = timing.Placement(seed=7, max_mb=0, device=torch.device("cpu"))
     assert placement.make(lambda: ["inputs"]) == ["inputs"]
     assert placement.last_bytes == 0
+
+
+def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
+    # Work queued before the cover (inputs, the poisoned block) must be done:
+    # a side stream could otherwise start beside it, ahead of the cover.
+    order = []
+    monkeypatch.setattr(timing, "_synchronize", lambda: order.append("device idle"))
+    monkeypatch.setattr(timing, "_current_stream", lambda: SimpleNamespace(cuda_stream=7))
+    flusher = timing.L2Flusher.__new__(timing.L2Flusher)
+    flusher._cudart, flusher.cover_us, flusher.buffer = None, 200.0, "buffer"
+    flusher.cover = SimpleNamespace(launch=lambda *args: order.append(("cover", *args)))
+    flusher.flush()
+    assert order == ["device idle", ("cover", "buffer", 200.0, 7)]
