@@ -3,7 +3,7 @@
     python bench/gpu_check.py experts [--tasks a,b] [--out DIR]
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
     python bench/gpu_check.py exploits [--out DIR]
-    python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--out DIR]
+    python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
     python bench/gpu_check.py collect DIR [--out DIR]
 
 `collect` reads the verdicts that `pytest -m gpu` kept (D2K_GPU_VERDICTS=DIR,
@@ -30,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
 
 
-def check(task: str, path: Path, mode: str = "cuda", timeout: int = 300) -> dict:
+def check(
+    task: str, path: Path, mode: str = "cuda", timeout: int = 300, timing: list | None = None
+) -> dict:
     started = time.monotonic()
     proc = subprocess.run(
         [
@@ -45,6 +47,7 @@ def check(task: str, path: Path, mode: str = "cuda", timeout: int = 300) -> dict
             "--timeout",
             str(timeout),
             "--json",
+            *(f"--timing={setting}" for setting in timing or []),
             str(path),
         ],
         cwd=ROOT,
@@ -134,6 +137,9 @@ def main() -> None:
     parser.add_argument("--tasks")
     parser.add_argument("--cases", help="comma-separated exploit case numbers")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--timing", action="append", default=[], help="KEY=VALUE, passed to each check"
+    )
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -189,7 +195,8 @@ def main() -> None:
     elif args.what == "stability":
         for task in tasks_arg(args.tasks):
             runs = [
-                check(task, DEFAULT_CATALOG_DIR / task / "expert.py") for _ in range(args.repeat)
+                check(task, DEFAULT_CATALOG_DIR / task / "expert.py", timing=args.timing)
+                for _ in range(args.repeat)
             ]
             results[task] = runs
             names = [w["name"] for w in runs[0]["workloads"] if w.get("median_ms")]
