@@ -43,11 +43,6 @@ TIMING = {
     "target_median_ci": 0.0025,
     "batch_ms": 60.0,
     "batch_memory_bytes": 8 * 1024**3,
-    # Each timed call's inputs are made behind a block of 0..64 MiB (2 MiB
-    # steps, drawn from the secret timing seed), so that one evaluation times
-    # its kernels at many addresses rather than at the one its allocator
-    # history happened to give (docs/benchmarks.md, series 4).
-    "placement_jitter_mb": 64,
 }
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import math
-import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -134,34 +133,6 @@ class L2Flusher:
         value = ctypes.c_size_t(0)
         self._cudart.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2)
         return int(value.value)
-
-
-class Placement:
-    """Makes each timed call's inputs behind a block of random size, freed before the call.
-
-    The caching allocator hands a process the same blocks call after call, so
-    a process times its kernels at the addresses its history gave it, and the
-    next process at others. With a spacer of 0..`max_mb` MiB (2 MiB steps, a
-    seeded draw) in front, inputs, outputs and temporaries move on every call,
-    and each evaluation's median is taken over many placements.
-    """
-
-    STEP = 2 * 1024 * 1024
-
-    def __init__(self, seed: int, max_mb: float, device: torch.device):
-        self._draw = random.Random(seed)
-        self._steps = int(max_mb * 1024 * 1024) // self.STEP
-        self._device = device
-        self.last_bytes = 0
-
-    def make(self, factory: Callable[[], list]) -> list:
-        if not self._steps:
-            return factory()
-        self.last_bytes = self._draw.randrange(self._steps + 1) * self.STEP
-        spacer = torch.empty(self.last_bytes, dtype=torch.uint8, device=self._device)
-        inputs = factory()
-        del spacer
-        return inputs
 
 
 def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, object]:

@@ -149,8 +149,8 @@ def test_a_bad_timing_setting_is_a_usage_error_with_a_sentence(setting, sentence
 def test_timing_settings_apply_overrides_in_the_protocol_s_own_types():
     from evaluator.harness.orchestrate import TIMING, timing_settings
 
-    settings = timing_settings({"placement_jitter_mb": 0.0, "max_calls": 800.0})
-    assert settings["placement_jitter_mb"] == 0 and settings["max_calls"] == 800
+    settings = timing_settings({"budget_s": 3.0, "max_calls": 800.0})
+    assert settings["budget_s"] == 3.0 and settings["max_calls"] == 800
     assert type(settings["max_calls"]) is int
     assert settings["budget_s"] == TIMING["budget_s"]
     assert TIMING["max_calls"] == 400  # the defaults are untouched

@@ -104,26 +104,6 @@ def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
     assert sent == ["error"]
 
 
-def test_each_timed_call_is_placed_behind_a_spacer_of_another_size():
-    made = []
-    placement = timing.Placement(seed=7, max_mb=64, device=torch.device("cpu"))
-    sizes = []
-    for _ in range(40):
-        placement.make(lambda: made.append(1) or [torch.zeros(2)])
-        sizes.append(placement.last_bytes)
-    assert len(made) == 40
-    assert all(0 <= s <= 64 * 2**20 and s % (2 * 2**20) == 0 for s in sizes)
-    assert len(set(sizes)) > 10  # many placements in one evaluation
-    again = timing.Placement(seed=7, max_mb=64, device=torch.device("cpu"))
-    assert [again.make(lambda: []) or again.last_bytes for _ in range(40)] == sizes
-
-
-def test_no_spacer_when_the_jitter_is_off():
-    placement = timing.Placement(seed=7, max_mb=0, device=torch.device("cpu"))
-    assert placement.make(lambda: ["inputs"]) == ["inputs"]
-    assert placement.last_bytes == 0
-
-
 def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
     # Work queued before the cover (inputs, the poisoned block) must be done:
     # a side stream could otherwise start beside it, ahead of the cover.
