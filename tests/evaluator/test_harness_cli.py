@@ -152,5 +152,5 @@ def test_timing_settings_apply_overrides_in_the_protocol_s_own_types():
     settings = timing_settings({"budget_s": 3.0, "max_calls": 800.0})
     assert settings["budget_s"] == 3.0 and settings["max_calls"] == 800
     assert type(settings["max_calls"]) is int
-    assert settings["budget_s"] == TIMING["budget_s"]
+    assert settings["warmup_s"] == TIMING["warmup_s"]
     assert TIMING["max_calls"] == 400  # the defaults are untouched
