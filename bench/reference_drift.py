@@ -24,7 +24,14 @@ that bare protocol, joined by "+" (for example `history+poison`):
                  200 ms (as the evaluator's memory watchdog does)
     smi          nvidia-smi samples the GPU every 100 ms meanwhile (as the
                  evaluator's GpuMonitor does)
-    evaluator    all of history, release, poison, fingerprint, watchdog and smi
+    recorder     first run the expert 8 times under the op recorder (a
+                 dispatch mode and the CPU profiler, entered and left for
+                 every call), as the evaluator's correctness phase does
+    batch        first run a back-to-back batch of the expert (about 60 ms,
+                 every output kept alive), as the evaluator does after each
+                 workload's timing
+    evaluator    all of history, release, poison, fingerprint, watchdog, smi,
+                 recorder and batch
     kernels      list the CUDA kernels one timed reference call runs (no timing)
 
 The spread of the medians over processes is what issue #3's stability
@@ -49,7 +56,16 @@ sys.path.insert(0, str(ROOT))
 from evaluator.harness.environment import GpuMonitor  # noqa: E402
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
 
-EVALUATOR = {"history", "release", "poison", "fingerprint", "watchdog", "smi"}
+EVALUATOR = {
+    "history",
+    "release",
+    "poison",
+    "fingerprint",
+    "watchdog",
+    "smi",
+    "recorder",
+    "batch",
+}
 
 
 def factors(variant: str) -> set[str]:
@@ -106,6 +122,19 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
                 for i in range(5):
                     timed(ref, other.params, i, False)
                     timed(exp, other.params, i, True)
+    if "recorder" in parts:
+        exp = models(params)[1]
+        for i in range(8):
+            with honesty.OpRecorder():
+                exp(*inputs(params, 500 + i))
+            timing.synchronize()
+    if "batch" in parts:
+        # As Child._batch: up to 200 calls, their outputs all alive, within 8 GiB.
+        exp = models(params)[1]
+        per_call = 2 * sum(a.numel() * a.element_size() for a in inputs(params, 600))
+        outs = [exp(*inputs(params, 600 + i)) for i in range(min(200, 2**33 // per_call))]
+        timing.synchronize()
+        del outs
     if "release" in parts:
         timing.release_cached_memory()
     ref, exp = models(params)
@@ -165,7 +194,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
-        "--variants", default="base,history,poison,fingerprint,watchdog,smi,evaluator"
+        "--variants",
+        default="base,history,poison,fingerprint,watchdog,smi,recorder,batch,evaluator",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", default="base", help=argparse.SUPPRESS)
