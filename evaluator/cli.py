@@ -96,12 +96,12 @@ def _check(args: argparse.Namespace) -> int:
     overrides: dict[str, float] = {}
     for item in args.timing:
         key, equals, value = item.partition("=")
+        if not equals:
+            return _fail(f"--timing takes KEY=VALUE, not {item!r}")
         try:
             overrides[key.strip()] = float(value)
         except ValueError:
             return _fail(f"--timing takes KEY=VALUE with a number, not {item!r}")
-        if not equals:
-            return _fail(f"--timing takes KEY=VALUE, not {item!r}")
     try:
         timing_settings(overrides)
     except ValueError as exc:

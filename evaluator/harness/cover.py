@@ -8,9 +8,11 @@ of the start event, and the events would never see it (exploit 4b).
 
 This cover fills every SM's thread slots for its whole length. A block from
 any other kernel needs at least one warp slot, so nothing else can start on
-the device until the cover ends, and the start event is recorded the moment
-it does. Its blocks also write the flush buffer first, so the flush itself is
-no window either.
+the device until the cover ends, and the start event follows it. Its blocks
+also write the flush buffer first, so the flush itself is no window either.
+What remains: a kernel already queued on another stream takes the SMs as the
+cover's blocks retire, a few microseconds before the start event is stamped
+(docs/evaluator.md, "Known gaps").
 
 The kernel is PTX, loaded through the CUDA driver that torch already has
 loaded (ctypes, no compiler), and launched on the caller's stream. Where that
@@ -132,7 +134,7 @@ class Cover:
     blocks_per_sm: int
     threads_per_sm: int
     sm_count: int
-    counter: torch.Tensor | None = None  # blocks arrived, over all launches so far
+    counter: torch.Tensor  # blocks arrived, over all launches so far
     launches: int = 0
 
     @property
@@ -204,7 +206,6 @@ class Cover:
 
     def launch(self, buffer: torch.Tensor, microseconds: float, stream_handle: int) -> None:
         """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU."""
-        assert self.counter is not None
         self.launches += 1
         values = (
             ctypes.c_uint64(buffer.data_ptr()),

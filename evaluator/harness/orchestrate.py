@@ -49,8 +49,8 @@ TIMING = {
 def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, float]:
     """The timing protocol's settings, with `overrides` (for experiments) checked and applied.
 
-    Raises ValueError naming the problem: an unknown key, or a value that is
-    negative or not a number.
+    Raises ValueError naming the problem: an unknown key, a value that is not
+    a finite number >= 0, or fewer calls allowed than required.
     """
     settings = dict(TIMING)
     for key, value in (overrides or {}).items():

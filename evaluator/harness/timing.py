@@ -85,9 +85,9 @@ class L2Flusher:
     """Evicts the L2 cache by writing a buffer twice its size, then covers the launch.
 
     Both are one kernel that holds every SM while it runs (cover.py), so that
-    no work of the submission's can start on another stream before the start
-    event. Where that kernel cannot be loaded, a plain write and a one-thread
-    sleep do the flush and the cover, and `describe()` says so.
+    no work of the submission's can start on another stream during the cover.
+    Where that kernel cannot be loaded, a plain write and a one-thread sleep
+    do the flush and the cover, and `describe()` says so.
     """
 
     def __init__(self, device: torch.device):

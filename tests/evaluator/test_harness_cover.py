@@ -42,7 +42,14 @@ def test_the_cover_assembles_small_enough_for_four_blocks_an_sm(tmp_path, arch):
 
 
 def test_the_cover_is_exclusive_only_when_its_blocks_fill_every_thread_slot():
-    shape = dict(driver=None, function=None, grid=528, threads_per_sm=2048, sm_count=132)
+    shape = dict(
+        driver=None,
+        function=None,
+        grid=528,
+        threads_per_sm=2048,
+        sm_count=132,
+        counter=torch.zeros(1, dtype=torch.int64),
+    )
     assert cover.Cover(blocks_per_sm=4, **shape).exclusive
     partial = cover.Cover(blocks_per_sm=3, **shape)
     assert not partial.exclusive
