@@ -131,6 +131,8 @@ TAMPERING_NAMES = (
     "evaluator.harness",
     "PatchGuard",
     "OpRecorder",
+    "L2Flusher",
+    "d2k_cover",
     "d2k_reference",
 )
 

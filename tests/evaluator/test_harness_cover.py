@@ -78,3 +78,13 @@ def test_a_driver_error_is_reported_not_raised(monkeypatch):
     loaded, why = cover.Cover.load(torch.device("cuda"))
     assert loaded is None
     assert why == "CoverError: cuModuleLoadData failed with CUDA driver error 218"
+
+
+def test_a_source_naming_the_cover_is_flagged_for_review():
+    from evaluator.harness import honesty
+
+    source = "import gc\nflusher = [o for o in gc.get_objects() if type(o).__name__ == 'L2Flusher']"
+    assert honesty.tampering_names(source) == ["L2Flusher"]
+    assert honesty.tampering_names("launch('d2k_cover')") == ["d2k_cover"]
+    expert = (Path(__file__).resolve().parents[2] / "catalog/row_softmax/expert.py").read_text()
+    assert honesty.tampering_names(expert) == []
