@@ -30,6 +30,10 @@ that bare protocol, joined by "+" (for example `history+poison`):
     batch        first run a back-to-back batch of the expert (about 60 ms,
                  every output kept alive), as the evaluator does after each
                  workload's timing
+    repool       every 25 calls, empty the allocator's cache and hold a fresh
+                 block of 0-2 GiB, so the calls after it get new memory from
+                 the driver: does a process that times on several pools
+                 (several physical placements) drift less?
     evaluator    all of history, release, poison, fingerprint, watchdog, smi,
                  recorder and batch
     kernels      list the CUDA kernels one timed reference call runs (no timing)
@@ -148,7 +152,12 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
         print(json.dumps({"kernels": names}))
         return
     ref_ms, exp_ms = [], []
+    hold = None
     for i in range(calls):
+        if "repool" in parts and i % 25 == 0:
+            del hold
+            timing.release_cached_memory()
+            hold = torch.empty(rng.randrange(0, 1024) * 2**21, dtype=torch.uint8, device=device)
         pair = [(ref, ref_ms, False), (exp, exp_ms, True)]
         for model, out, expert in pair if i % 2 else pair[::-1]:
             out.append(timed(model, params, 1000 + i, expert))
