@@ -1,8 +1,10 @@
 """docs/*.md as pages: the protocol researchers read is the one the code ships with."""
 
 import os
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from leaderboard import documents
@@ -60,3 +62,28 @@ def test_a_document_is_sanitised_and_re_read_when_it_changes(settings, tmp_path)
     path.write_text("# Title\n\n## Another part\n")
     os.utime(path, ns=(1, 10**18))
     assert [e.anchor for e in documents.document_render(slug="evaluator").toc] == ["another-part"]
+
+
+@pytest.mark.parametrize("slug", sorted(documents.DOCUMENTS))
+def test_the_pages_markdown_is_written_the_way_the_site_renders_it(slug):
+    # Python-Markdown nests a list only under four spaces, and leaves a code
+    # fence inside a list item as inline text: either would read as a mess
+    # on the site (GitHub, a CommonMark renderer, shows neither problem).
+    source = Path(settings.BASE_DIR) / "docs" / documents.DOCUMENTS[slug][0]
+    lines = source.read_text(encoding="utf-8").splitlines()
+    shallow = [n for n, line in enumerate(lines, 1) if documents.SHALLOW_ITEM.match(line)]
+    indented_fences = [
+        n
+        for n, line in enumerate(lines, 1)
+        if line.lstrip(" ") != line and line.lstrip(" ").startswith("```")
+    ]
+    assert not shallow, f"{source.name}: list items indented by 1-3 spaces on lines {shallow}"
+    assert not indented_fences, f"{source.name}: indented code fences on lines {indented_fences}"
+    html = documents.document_render(slug=slug).html
+    assert "<code>sh\n" not in html and "<code>python\n" not in html
+
+
+def test_a_nested_list_renders_nested():
+    html = str(documents.document_render(slug="evaluator").html)
+    known_gaps = html[html.index('id="known-gaps"') :]
+    assert "<ul>\n<li><strong>What the exclusive cover took away:</strong>" in known_gaps
