@@ -151,15 +151,19 @@ class Cover:
         }
 
     @classmethod
-    def load(cls, device: torch.device) -> tuple[Cover | None, str]:
-        """The cover for `device` (whose context torch made current), or None and why not."""
+    def load(cls, device: torch.device, ptx: str = PTX) -> tuple[Cover | None, str]:
+        """The cover for `device` (whose context torch made current), or None and why not.
+
+        `ptx` is for experiments (bench/cover_window.py): a variant of `PTX`
+        with the same entry point and parameters first.
+        """
         try:
-            return cls._load(device), ""
+            return cls._load(device, ptx), ""
         except (OSError, AttributeError, CoverError) as exc:
             return None, f"{type(exc).__name__}: {exc}"
 
     @classmethod
-    def _load(cls, device: torch.device) -> Cover:
+    def _load(cls, device: torch.device, ptx: str) -> Cover:
         driver = ctypes.CDLL("libcuda.so.1")
         for name in (
             "cuModuleLoadData",
@@ -171,7 +175,7 @@ class Cover:
         ):
             getattr(driver, name).restype = ctypes.c_int
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
-        _check(driver.cuModuleLoadData(ctypes.byref(module), PTX.encode()), "cuModuleLoadData")
+        _check(driver.cuModuleLoadData(ctypes.byref(module), ptx.encode()), "cuModuleLoadData")
         _check(
             driver.cuModuleGetFunction(ctypes.byref(function), module, KERNEL_NAME),
             "cuModuleGetFunction",
@@ -204,8 +208,18 @@ class Cover:
             counter=torch.zeros(1, dtype=torch.int64, device=device),
         )
 
-    def launch(self, buffer: torch.Tensor, microseconds: float, stream_handle: int) -> None:
-        """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU."""
+    def launch(
+        self,
+        buffer: torch.Tensor,
+        microseconds: float,
+        stream_handle: int,
+        extra: tuple[int, ...] = (),
+    ) -> None:
+        """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU.
+
+        `extra` are further 64-bit parameters, for a variant loaded with its
+        own `ptx`.
+        """
         self.launches += 1
         values = (
             ctypes.c_uint64(buffer.data_ptr()),
@@ -213,6 +227,7 @@ class Cover:
             ctypes.c_uint64(int(microseconds * 1000)),
             ctypes.c_uint64(self.counter.data_ptr()),
             ctypes.c_uint64(self.launches * self.grid),
+            *(ctypes.c_uint64(value) for value in extra),
         )
         params = (ctypes.c_void_p * len(values))(
             *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values)

@@ -105,16 +105,21 @@ class L2Flusher:
         # when the call starts, and a side stream of the submission's could
         # start beside it, ahead of the cover (seen on the H200 with 4b).
         _synchronize()
-        # Reset lines a submission may have marked persisting with an access
-        # policy window: a plain write does not evict them.
-        if self._cudart is not None:
-            self._cudart.cudaCtxResetPersistingL2Cache()
-            self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
+        self.reset_persisting()
         if self.cover is not None:
             self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream)
             return
         self.buffer.zero_()
         _sleep(int(self.sleep_cycles * self.cover_us / LAUNCH_COVER_US))
+
+    def reset_persisting(self) -> None:
+        """Reset lines a submission may have marked persisting with an access policy window.
+
+        A plain write does not evict them.
+        """
+        if self._cudart is not None:
+            self._cudart.cudaCtxResetPersistingL2Cache()
+            self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
 
     def describe(self) -> dict:
         """Which launch cover ran: for the verdict's environment."""

@@ -41,6 +41,29 @@ def test_the_cover_assembles_small_enough_for_four_blocks_an_sm(tmp_path, arch):
     assert "spill" not in done.stderr or "0 bytes spill" in done.stderr
 
 
+@pytest.mark.skipif(not PTXAS.is_file(), reason="needs Triton's ptxas")
+def test_the_stamped_variant_of_bench_cover_window_still_assembles(tmp_path):
+    # bench/cover_window.py derives its variant from cover.PTX by replacing
+    # lines: a change to the cover must not leave the experiment broken.
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "cover_window.py"
+    spec = importlib.util.spec_from_file_location("cover_window", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for name, text in (("stamped", bench._stamped(cover.PTX)), ("end", bench.STAMP_PTX)):
+        source = tmp_path / f"{name}.ptx"
+        source.write_text(text)
+        done = subprocess.run(
+            [str(PTXAS), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / f"{name}.cubin")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert int(re.search(r"Used (\d+) registers", done.stderr).group(1)) <= 32
+
+
 def test_the_cover_is_exclusive_only_when_its_blocks_fill_every_thread_slot():
     shape = dict(
         driver=None,
