@@ -83,21 +83,10 @@ class EndStamp:
 
     def __init__(self, driver: ctypes.CDLL):
         self.driver = driver
-        module, self.function = ctypes.c_void_p(), ctypes.c_void_p()
-        cover._check(driver.cuModuleLoadData(ctypes.byref(module), STAMP_PTX.encode()), "load")
-        cover._check(
-            driver.cuModuleGetFunction(ctypes.byref(self.function), module, b"d2k_stamp"), "get"
-        )
+        self.function = cover.load_function(driver, STAMP_PTX, b"d2k_stamp")
 
     def launch(self, slot: int, stream_handle: int) -> None:
-        value = ctypes.c_uint64(slot)
-        params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(value), ctypes.c_void_p))
-        cover._check(
-            self.driver.cuLaunchKernel(
-                self.function, 1, 1, 1, 1, 1, 1, 0, ctypes.c_void_p(stream_handle), params, None
-            ),
-            "cuLaunchKernel",
-        )
+        cover.launch_kernel(self.driver, self.function, 1, 1, stream_handle, (slot,))
 
 
 def main() -> None:

@@ -6,7 +6,6 @@ read the results, and the page is always the document the code ships with.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -24,9 +23,6 @@ DOCUMENTS = {
     "benchmarks": ("benchmarks.md", "Measured on the GPU"),
 }
 _EXTENSIONS = ["fenced_code", "tables", "sane_lists", "toc", "codehilite"]
-# A list item indented by one to three spaces: Python-Markdown does not nest
-# it (four spaces do), so the documents do not use it (tests/leaderboard).
-SHALLOW_ITEM = re.compile(r"^ {1,3}([-*+]|\d+\.) ")
 _CONFIG = {
     "codehilite": {"css_class": PYGMENTS_CSS_CLASS, "guess_lang": False},
     "toc": {"toc_depth": "1-3"},

@@ -23,6 +23,7 @@ sleep, and says so in the verdict.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -124,6 +125,35 @@ def _check(code: int, what: str) -> None:
         raise CoverError(f"{what} failed with CUDA driver error {code}")
 
 
+def load_function(driver: ctypes.CDLL, ptx: str, name: bytes) -> ctypes.c_void_p:
+    """The kernel `name` of a PTX module, JIT-compiled by the driver into the current context."""
+    module, function = ctypes.c_void_p(), ctypes.c_void_p()
+    _check(driver.cuModuleLoadData(ctypes.byref(module), ptx.encode()), "cuModuleLoadData")
+    _check(driver.cuModuleGetFunction(ctypes.byref(function), module, name), "cuModuleGetFunction")
+    return function
+
+
+def launch_kernel(
+    driver: ctypes.CDLL,
+    function: ctypes.c_void_p,
+    grid: int,
+    block: int,
+    stream_handle: int,
+    values: Sequence[int],
+) -> None:
+    """Queue `function` on the stream, with 64-bit parameters `values`."""
+    args = [ctypes.c_uint64(value) for value in values]
+    params = (ctypes.c_void_p * len(args))(
+        *(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p) for arg in args)
+    )
+    _check(
+        driver.cuLaunchKernel(
+            function, grid, 1, 1, block, 1, 1, 0, ctypes.c_void_p(stream_handle), params, None
+        ),
+        "cuLaunchKernel",
+    )
+
+
 @dataclass
 class Cover:
     """The loaded kernel, its launch shape, and whether it holds every SM alone."""
@@ -174,12 +204,7 @@ class Cover:
             "cuLaunchKernel",
         ):
             getattr(driver, name).restype = ctypes.c_int
-        module, function = ctypes.c_void_p(), ctypes.c_void_p()
-        _check(driver.cuModuleLoadData(ctypes.byref(module), ptx.encode()), "cuModuleLoadData")
-        _check(
-            driver.cuModuleGetFunction(ctypes.byref(function), module, KERNEL_NAME),
-            "cuModuleGetFunction",
-        )
+        function = load_function(driver, ptx, KERNEL_NAME)
         blocks = ctypes.c_int()
         _check(
             driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -222,29 +247,11 @@ class Cover:
         """
         self.launches += 1
         values = (
-            ctypes.c_uint64(buffer.data_ptr()),
-            ctypes.c_uint64(buffer.numel() * buffer.element_size() // 16),
-            ctypes.c_uint64(int(microseconds * 1000)),
-            ctypes.c_uint64(self.counter.data_ptr()),
-            ctypes.c_uint64(self.launches * self.grid),
-            *(ctypes.c_uint64(value) for value in extra),
+            buffer.data_ptr(),
+            buffer.numel() * buffer.element_size() // 16,
+            int(microseconds * 1000),
+            self.counter.data_ptr(),
+            self.launches * self.grid,
+            *extra,
         )
-        params = (ctypes.c_void_p * len(values))(
-            *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values)
-        )
-        _check(
-            self.driver.cuLaunchKernel(
-                self.function,
-                self.grid,
-                1,
-                1,
-                BLOCK_THREADS,
-                1,
-                1,
-                0,
-                ctypes.c_void_p(stream_handle),
-                params,
-                None,
-            ),
-            "cuLaunchKernel",
-        )
+        launch_kernel(self.driver, self.function, self.grid, BLOCK_THREADS, stream_handle, values)

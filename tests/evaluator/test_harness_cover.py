@@ -111,3 +111,39 @@ def test_a_source_naming_the_cover_is_flagged_for_review():
     assert honesty.tampering_names("launch('d2k_cover')") == ["d2k_cover"]
     expert = (Path(__file__).resolve().parents[2] / "catalog/row_softmax/expert.py").read_text()
     assert honesty.tampering_names(expert) == []
+
+
+def test_a_launch_passes_each_parameter_as_64_bits_in_order():
+    seen = {}
+
+    class Driver:
+        def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+            seen["values"] = [
+                ctypes.cast(pointers[i], ctypes.POINTER(ctypes.c_uint64)).contents.value
+                for i in range(6)
+            ]
+            seen["shape"] = (gx, gy, gz, bx, by, bz, smem, stream.value)
+            return 0
+
+    launcher = cover.Cover(
+        driver=Driver(),
+        function=None,
+        grid=528,
+        blocks_per_sm=4,
+        threads_per_sm=2048,
+        sm_count=132,
+        counter=torch.zeros(1, dtype=torch.int64),
+    )
+    buffer = torch.zeros(64, dtype=torch.uint8)
+    launcher.launch(buffer, 200.0, 7, extra=(99,))
+    launcher.launch(buffer, 200.0, 7, extra=(99,))
+    assert seen["values"] == [
+        buffer.data_ptr(),
+        4,  # 16-byte chunks
+        200_000,  # nanoseconds
+        launcher.counter.data_ptr(),
+        2 * 528,  # every block of both launches
+        99,
+    ]
+    assert seen["shape"] == (528, 1, 1, cover.BLOCK_THREADS, 1, 1, 0, 7)
