@@ -4,6 +4,7 @@
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
     python bench/gpu_check.py exploits [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
+    python bench/gpu_check.py stability --arm off:repool_calls=0 --arm on:repool_calls=10
     python bench/gpu_check.py collect DIR [--out DIR]
 
 `collect` reads the verdicts that `pytest -m gpu` kept (D2K_GPU_VERDICTS=DIR,
@@ -128,6 +129,25 @@ def collect(folder: Path, out: Path) -> None:
     save(out, "exploits", exploits)
 
 
+def print_spreads(task: str, arm: str, runs: list) -> None:
+    """Per workload: the spread of the runs' medians and of their speedups."""
+    if arm:
+        print(f"arm {arm}")
+    names = [w["name"] for w in runs[0]["workloads"] if w.get("median_ms")]
+    for name in names:
+        rows = [next(w for w in r["workloads"] if w["name"] == name) for r in runs]
+        meds = [w["median_ms"] * 1e3 for w in rows]
+        refs = [w["ref_median_ms"] * 1e3 for w in rows]
+        sps = [w["speedup"] for w in rows]
+        wall = sum(r["wall"] for r in runs) / len(runs)
+        print(
+            f"{task:<22} {name:<28} median {min(meds):9.2f}..{max(meds):9.2f} us"
+            f"  spread {max(meds) / min(meds) - 1:6.2%}   reference spread "
+            f"{max(refs) / min(refs) - 1:6.2%}   speedup spread "
+            f"{max(sps) / min(sps) - 1:6.2%}  wall {wall:.1f}s"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
@@ -139,6 +159,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
         "--timing", action="append", default=[], help="KEY=VALUE, passed to each check"
+    )
+    parser.add_argument(
+        "--arm",
+        action="append",
+        default=[],
+        help="stability: NAME:K=V,K=V, timing settings of one arm of an A/B (repeatable)",
     )
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
@@ -193,27 +219,19 @@ def main() -> None:
             save(args.out, args.what, results)
         print_case_table(cases, results)
     elif args.what == "stability":
+        arms = dict(arm.split(":", 1) for arm in args.arm) or {"": ",".join(args.timing)}
         for task in tasks_arg(args.tasks):
-            runs = [
-                check(task, DEFAULT_CATALOG_DIR / task / "expert.py", timing=args.timing)
-                for _ in range(args.repeat)
-            ]
-            results[task] = runs
-            names = [w["name"] for w in runs[0]["workloads"] if w.get("median_ms")]
-            for name in names:
-                meds = [
-                    next(w for w in r["workloads"] if w["name"] == name)["median_ms"] for r in runs
-                ]
-                sps = [
-                    next(w for w in r["workloads"] if w["name"] == name)["speedup"] for r in runs
-                ]
-                low, high = min(meds) * 1e3, max(meds) * 1e3
-                wall = sum(r["wall"] for r in runs) / len(runs)
-                print(
-                    f"{task:<22} {name:<28} median {low:9.1f}..{high:9.1f} us"
-                    f"  spread {high / low - 1:6.2%}   speedup spread "
-                    f"{max(sps) / min(sps) - 1:6.2%}  wall {wall:.1f}s"
-                )
+            runs: dict[str, list] = {name: [] for name in arms}
+            # Arms alternate run by run, so that a change of the machine's
+            # state over time falls on all of them alike.
+            for _ in range(args.repeat):
+                for arm, settings in arms.items():
+                    timing = [s for s in settings.split(",") if s]
+                    path = DEFAULT_CATALOG_DIR / task / "expert.py"
+                    runs[arm].append(check(task, path, timing=timing))
+            for arm, arm_runs in runs.items():
+                results[f"{task}:{arm}" if arm else task] = arm_runs
+                print_spreads(task, arm, arm_runs)
             save(args.out, args.what, results)
     save(args.out, args.what, results)
 

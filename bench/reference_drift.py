@@ -27,9 +27,16 @@ that bare protocol, joined by "+" (for example `history+poison`):
     recorder     first run the expert 8 times under the op recorder (a
                  dispatch mode and the CPU profiler, entered and left for
                  every call), as the evaluator's correctness phase does
+    dispatch     the recorder's dispatch mode alone
+    profiler     the recorder's CPU profiler alone
     batch        first run a back-to-back batch of the expert (about 60 ms,
                  every output kept alive), as the evaluator does after each
                  workload's timing
+    clean        the flush reads its buffer instead of writing it, so the L2
+                 holds clean lines when a call starts, not dirty ones the call
+                 must write back (timing setting flush_reads=1)
+    reflush      every 25 calls, a new flush buffer (behind a block of 0-2 GiB
+                 held meanwhile): does the flush buffer's placement matter?
     repool       every 25 calls, empty the allocator's cache and hold a fresh
                  block of 0-2 GiB, so the calls after it get new memory from
                  the driver: does a process that times on several pools
@@ -52,6 +59,7 @@ import statistics
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +97,7 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
     device = torch.device(where)
     ref_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "reference.py"), "reference")
     exp_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "expert.py"), "expert")
-    flusher = timing.L2Flusher(device)
+    flusher = timing.L2Flusher(device, reads="clean" in parts)
     if "cover" in parts:
         flusher.cover_us *= 5
     rng = random.Random()
@@ -132,6 +140,19 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
             with honesty.OpRecorder():
                 exp(*inputs(params, 500 + i))
             timing.synchronize()
+    for factor, recorder in (
+        ("dispatch", honesty._DispatchRecorder),
+        (
+            "profiler",
+            lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
+        ),
+    ):
+        if factor in parts:
+            exp = models(params)[1]
+            for i in range(8):
+                with recorder():
+                    exp(*inputs(params, 500 + i))
+                timing.synchronize()
     if "batch" in parts:
         # As Child._batch: up to 200 calls, their outputs all alive, within 8 GiB.
         exp = models(params)[1]
@@ -158,11 +179,19 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
             del hold
             timing.release_cached_memory()
             hold = torch.empty(rng.randrange(0, 1024) * 2**21, dtype=torch.uint8, device=device)
+        if "reflush" in parts and i % 25 == 0:
+            size, flusher.buffer = flusher.buffer.numel(), None
+            timing.release_cached_memory()
+            spacer = torch.empty(rng.randrange(0, 1024) * 2**21, dtype=torch.uint8, device=device)
+            flusher.buffer = torch.zeros(size, dtype=torch.uint8, device=device)
+            del spacer
         pair = [(ref, ref_ms, False), (exp, exp_ms, True)]
         for model, out, expert in pair if i % 2 else pair[::-1]:
             out.append(timed(model, params, 1000 + i, expert))
     ref_med, exp_med = statistics.median(ref_ms), statistics.median(exp_ms)
-    print(json.dumps({"ref_us": ref_med * 1e3, "exp_us": exp_med * 1e3}))
+    with open("/proc/self/maps") as maps:
+        cupti = any("cupti" in line for line in maps)
+    print(json.dumps({"ref_us": ref_med * 1e3, "exp_us": exp_med * 1e3, "cupti": cupti}))
 
 
 def _watch(pid: int, stop: threading.Event) -> None:
@@ -217,6 +246,7 @@ def main() -> None:
         if variant == "kernels":
             print("reference kernels, one timed call:", spawn(args, variant)["kernels"])
             continue
+        began = time.monotonic()
         rows = [spawn(args, variant) for _ in range(args.processes)]
         refs = [r["ref_us"] for r in rows]
         exps = [r["exp_us"] for r in rows]
@@ -226,6 +256,9 @@ def main() -> None:
             f"speedup {spread(ratios)}"
         )
         print("        reference medians: " + " ".join(f"{r:.2f}" for r in refs))
+        print("        expert medians:    " + " ".join(f"{r:.2f}" for r in exps))
+        cupti = sum(r["cupti"] for r in rows)
+        print(f"        ({time.monotonic() - began:.0f} s, CUPTI loaded in {cupti})", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -218,10 +219,14 @@ class Child:
                 self.sync()
 
             sub_events, ref_events, prints = [], [], []
+            rng, held = random.Random(sub_seed), None
             started = _perf_counter()
             call = 0
             while True:
                 call += 1
+                if cfg.get("repool_calls") and (call - 1) % cfg["repool_calls"] == 0:
+                    held = None
+                    held = timing.repool(self.device, rng)
                 # Alternate the order each iteration so drift cancels.
                 order = ("ref", "sub") if call % 2 else ("sub", "ref")
                 for who in order:
@@ -258,6 +263,7 @@ class Child:
                         break
                     if call % 5 == 0 and self._stable(sub_events, ref_events, cfg):
                         break
+            del held
             sub_ms = [timing.elapsed_ms(a, b) for a, b in sub_events]
             ref_ms = [timing.elapsed_ms(a, b) for a, b in ref_events]
             batch = self._batch(name, sub, params, sub_seed + 10_000_000, sub_ms, cfg)
@@ -333,7 +339,8 @@ class Child:
     def run(self) -> None:
         # Calibrated before the submission is imported, so nothing it patches
         # can reach the flush or the launch cover.
-        flusher = timing.L2Flusher(self.device) if self.mode == "cuda" else None
+        reads = bool(self.job.get("timing", {}).get("flush_reads"))
+        flusher = timing.L2Flusher(self.device, reads=reads) if self.mode == "cuda" else None
         if not self.load_submission():
             return
         for workload in self.job["workloads"]:

@@ -113,6 +113,34 @@ DONE:
 }
 """
 
+_STORE = "    st.global.v4.b32 [%rd9], {%r5, %r5, %r5, %r5};\n"
+_LOADS = (
+    "    ld.global.v4.b32 {%r6, %r7, %r8, %r9}, [%rd9];\n"
+    "    xor.b32 %r5, %r5, %r6;\n"
+    "    xor.b32 %r5, %r5, %r7;\n"
+    "    xor.b32 %r5, %r5, %r8;\n"
+    "    xor.b32 %r5, %r5, %r9;\n"
+)
+# Uses the loaded values (a store that never happens in practice), so that
+# the compiler keeps the loads.
+_CONSUME = "SPIN:\n    setp.eq.u32 %p1, %r5, 0x5eed5eed;\n    @%p1 st.global.u32 [%rd2], %r5;\n"
+
+
+def reading(ptx: str = PTX) -> str:
+    """The cover with a flush that reads the buffer instead of writing it.
+
+    A written flush leaves the L2 full of dirty lines, which the timed call
+    then pays to write back to memory as it evicts them; a read flush leaves
+    clean lines, so a call is charged for its own traffic only.
+    """
+    swaps = [(".reg .b32 %r<6>;", ".reg .b32 %r<10>;"), (_STORE, _LOADS), ("SPIN:\n", _CONSUME)]
+    for old, new in swaps:
+        if ptx.count(old) != 1:
+            raise ValueError(f"the cover's PTX has no single {old.strip()!r}")
+        ptx = ptx.replace(old, new)
+    return ptx
+
+
 CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39
 
 

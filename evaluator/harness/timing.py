@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+import random
 import statistics
 from collections.abc import Sequence
 
 import torch
 
-from .cover import Cover
+from .cover import PTX, Cover, reading
 
 CUDA_LIMIT_PERSISTING_L2 = 0x06
 
@@ -75,6 +76,23 @@ def release_cached_memory() -> None:
     _empty_cache()
 
 
+REPOOL_HOLD_MAX = 2 * 1024**3
+
+
+def repool(device: torch.device, rng: random.Random) -> torch.Tensor | None:
+    """Hand the allocator's cache back to the driver and hold a block of random size.
+
+    The calls after it allocate their tensors from memory newly taken from
+    the driver, behind the held block: other physical memory than the calls
+    before. Returns the block; the caller keeps it until the next repool.
+    Its size is 0-2 GiB in 2 MiB steps, at most a quarter of what is free.
+    """
+    release_cached_memory()
+    free = torch.cuda.mem_get_info(device)[0]
+    pages = rng.randrange(0, min(REPOOL_HOLD_MAX, free // 4) // 2**21 + 1)
+    return torch.empty(pages * 2**21, dtype=torch.uint8, device=device) if pages else None
+
+
 # How long the GPU is kept busy after the flush, so that the host has queued
 # the timed call before the start event fires: the events then measure the
 # kernels, not Python launch overhead (which the back-to-back batch shows).
@@ -90,13 +108,14 @@ class L2Flusher:
     do the flush and the cover, and `describe()` says so.
     """
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, *, reads: bool = False):
         props = torch.cuda.get_device_properties(device)
         size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 256 * 1024 * 1024)
-        self.buffer = torch.empty(-(-size // 16) * 16, dtype=torch.uint8, device=device)
+        self.buffer = torch.zeros(-(-size // 16) * 16, dtype=torch.uint8, device=device)
         self._cudart = _load_cudart()
         self.cover_us = LAUNCH_COVER_US
-        self.cover, self.cover_problem = Cover.load(device)
+        self.reads = reads
+        self.cover, self.cover_problem = Cover.load(device, reading() if reads else PTX)
         self.sleep_cycles = _cycles_for(LAUNCH_COVER_US) if self.cover is None else 0
 
     def flush(self) -> None:
@@ -124,7 +143,8 @@ class L2Flusher:
     def describe(self) -> dict:
         """Which launch cover ran: for the verdict's environment."""
         if self.cover is not None:
-            return {**self.cover.describe(), "microseconds": self.cover_us}
+            flush = "reads" if self.reads else "writes"
+            return {**self.cover.describe(), "microseconds": self.cover_us, "flush": flush}
         return {"kind": "sleep", "microseconds": self.cover_us, "why": self.cover_problem}
 
     @property
