@@ -4,7 +4,7 @@
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
     python bench/gpu_check.py exploits [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
-    python bench/gpu_check.py stability --arm off:repool_calls=0 --arm on:repool_calls=10
+    python bench/gpu_check.py stability --arm writes:flush_reads=0 --arm reads:flush_reads=1
     python bench/gpu_check.py collect DIR [--out DIR]
 
 `collect` reads the verdicts that `pytest -m gpu` kept (D2K_GPU_VERDICTS=DIR,

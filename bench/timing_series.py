@@ -1,6 +1,6 @@
 """Every timed call of an evaluation, in order: how does a drifting median drift?
 
-    python bench/timing_series.py --task rmsnorm_residual --runs 3 [--out DIR]
+    python bench/timing_series.py --task rmsnorm_residual --runs 3 [--timing K=V] [--out DIR]
 
 Runs the real evaluator (the sandboxed child, as `python -m evaluator check`
 does) on the task's expert, `--runs` times, and keeps what the summaries in
@@ -37,10 +37,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", default="rmsnorm_residual")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timing", action="append", default=[], help="KEY=VALUE")
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
     task = load_task(DEFAULT_CATALOG_DIR / args.task)
     source = (DEFAULT_CATALOG_DIR / args.task / "expert.py").read_text()
+    overrides = {k: float(v) for k, _, v in (s.partition("=") for s in args.timing)}
     collected: list[dict] = []
     collect = protocol.collect
 
@@ -52,7 +54,7 @@ def main() -> None:
     protocol.collect = keeping
     series = []
     for run in range(args.runs):
-        verdict = orchestrate.evaluate(task=task, source=source, mode=Mode.CUDA)
+        verdict = orchestrate.evaluate(task=task, source=source, mode=Mode.CUDA, timing=overrides)
         timings = collected[-1]
         print(f"run {run + 1}: {verdict.status}")
         print(f"  {'workload':<28} reference by thirds (µs)       submission by thirds (µs)")

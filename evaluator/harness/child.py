@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import sys
 import time
 import traceback
@@ -203,30 +202,16 @@ class Child:
         sub_seed, ref_seed = workload["timing_seed"], workload["ref_timing_seed"]
         fp_seed = self.job["fingerprint_seed"]
         try:
-            timing.release_cached_memory()
-            sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
-            ref = self.construct(self.ref.Model, params, workload["seeds"][0])
-            # Compilation and autotuning happened in the correctness calls
-            # (their host time is the cold start); these are plain warm-ups,
-            # kept up long enough for the GPU to leave its idle clocks.
-            warm_started, warm_calls = _perf_counter(), 0
-            while warm_calls < cfg["warmup_calls"] or (
-                _perf_counter() - warm_started < cfg["warmup_s"]
-            ):
-                warm_calls += 1
-                ref(*self.inputs(params, ref_seed))
-                sub(*self.inputs(params, sub_seed))
-                self.sync()
-
+            sub, ref = self._phase(workload, cfg)
+            per_phase = -(-cfg["max_calls"] // max(cfg.get("phases", 1), 1))
             sub_events, ref_events, prints = [], [], []
-            rng, held = random.Random(sub_seed), None
             started = _perf_counter()
             call = 0
             while True:
                 call += 1
-                if cfg.get("repool_calls") and (call - 1) % cfg["repool_calls"] == 0:
-                    held = None
-                    held = timing.repool(self.device, rng)
+                if call > 1 and (call - 1) % per_phase == 0:
+                    del sub, ref
+                    sub, ref = self._phase(workload, cfg)
                 # Alternate the order each iteration so drift cancels.
                 order = ("ref", "sub") if call % 2 else ("sub", "ref")
                 for who in order:
@@ -263,7 +248,6 @@ class Child:
                         break
                     if call % 5 == 0 and self._stable(sub_events, ref_events, cfg):
                         break
-            del held
             sub_ms = [timing.elapsed_ms(a, b) for a, b in sub_events]
             ref_ms = [timing.elapsed_ms(a, b) for a, b in ref_events]
             batch = self._batch(name, sub, params, sub_seed + 10_000_000, sub_ms, cfg)
@@ -284,6 +268,25 @@ class Child:
             cover=flusher.describe(),
         )
         return True
+
+    def _phase(self, workload: dict, cfg: dict) -> tuple:
+        """A timing phase's start: the allocator's cache released, new models, a warm-up."""
+        params = workload["params"]
+        timing.release_cached_memory()
+        sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
+        ref = self.construct(self.ref.Model, params, workload["seeds"][0])
+        # Compilation and autotuning happened in the correctness calls
+        # (their host time is the cold start); these are plain warm-ups,
+        # kept up long enough for the GPU to leave its idle clocks.
+        warm_started, warm_calls = _perf_counter(), 0
+        while warm_calls < cfg["warmup_calls"] or (
+            _perf_counter() - warm_started < cfg["warmup_s"]
+        ):
+            warm_calls += 1
+            ref(*self.inputs(params, workload["ref_timing_seed"]))
+            sub(*self.inputs(params, workload["timing_seed"]))
+            self.sync()
+        return sub, ref
 
     @staticmethod
     def _stable(sub_events, ref_events, cfg) -> bool:

@@ -81,55 +81,6 @@ def gpu_state() -> dict[str, str]:
     return (own or states or [{}])[0]
 
 
-def parse_cpu_list(text: str) -> set[int]:
-    """The CPUs of a sysfs list such as "0-7,16-23"; ValueError if it is not one."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
-
-
-def gpu_local_cpus(sysfs: Path = Path("/sys/bus/pci/devices")) -> dict[str, Any] | None:
-    """The CPUs (of those this process may use) on the evaluation's GPU's NUMA node.
-
-    From the GPU's PCI address (nvidia-smi) and the kernel's `local_cpulist`
-    for it. None where any of that is unknown, or no allowed CPU is local.
-    """
-    try:
-        lines = subprocess.run(
-            ["nvidia-smi", "--query-gpu=uuid,pci.bus_id", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    uuid = gpu_uuid()
-    buses = [
-        bus.strip()
-        for listed, _, bus in (line.partition(",") for line in lines)
-        if is_gpu(listed, uuid)
-    ]
-    if len(buses) != 1:
-        return None
-    # nvidia-smi prints an 8-digit PCI domain ("00000000:19:00.0"), sysfs 4 digits.
-    domain, _, rest = buses[0].partition(":")
-    device = sysfs / f"{domain[-4:]}:{rest}".lower()
-    try:
-        local = parse_cpu_list((device / "local_cpulist").read_text())
-        node = int((device / "numa_node").read_text())
-    except (OSError, ValueError):
-        return None
-    cpus = sorted(local & os.sched_getaffinity(0))
-    if not cpus:
-        return None
-    return {"cpus": cpus, "numa_node": node, "pci_bus_id": buses[0]}
-
-
 MONITOR_FIELDS = (
     "clocks.sm",
     "clocks.mem",

@@ -45,11 +45,9 @@ TIMING = {
     "batch_memory_bytes": 8 * 1024**3,
     # 1: the flush reads its buffer (leaves clean L2 lines), 0: it writes it.
     "flush_reads": 0,
-    # Every this many calls, the timing takes fresh memory from the driver
-    # (timing.repool); 0: never.
-    "repool_calls": 0,
-    # 1: the child runs on the CPUs of its GPU's NUMA node only.
-    "pin_cpus": 0,
+    # Timing phases a workload's calls are split into (up to max_calls /
+    # phases calls each), each with new models and a warm-up of its own.
+    "phases": 1,
 }
 
 
@@ -66,9 +64,10 @@ def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, floa
         if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise ValueError(f"timing setting {key} must be a finite number >= 0, not {value!r}")
         settings[key] = type(TIMING[key])(value)
-    for switch in ("flush_reads", "pin_cpus"):
-        if settings[switch] not in (0, 1):
-            raise ValueError(f"timing setting {switch} must be 0 or 1")
+    if settings["flush_reads"] not in (0, 1):
+        raise ValueError("timing setting flush_reads must be 0 or 1")
+    if settings["phases"] < 1:
+        raise ValueError("timing setting phases must be at least 1")
     if settings["min_calls"] > settings["max_calls"]:
         raise ValueError("timing setting min_calls is above max_calls")
     return settings
@@ -105,7 +104,6 @@ def evaluate(
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()
         env_info["timing_settings"] = settings
-        env_info["cpu_binding"] = environment.gpu_local_cpus() if settings["pin_cpus"] else None
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
@@ -113,10 +111,7 @@ def evaluate(
         plan = _plan(task, workloads, mode)
         monitor = environment.GpuMonitor()
         with monitor if mode is Mode.CUDA else contextlib.nullcontext():
-            cpus = (env_info.get("cpu_binding") or {}).get("cpus")
-            run = _run_child(
-                task, source, mode, plan, settings, workdir, timeout_s, memory_bytes, cpus
-            )
+            run = _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes)
         seen = protocol.collect(run.messages, plan, run.bad_messages)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
@@ -225,7 +220,7 @@ def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> di
     }
 
 
-def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes, cpus):
+def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes):
     (workdir / "submission.py").write_text(source)
     task_dir = Path(task.directory).resolve()
     seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
@@ -263,9 +258,7 @@ def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_by
         task_dir=task_dir,
         env=env,
         limits=sandbox.Limits(
-            timeout_s=timeout_s,
-            memory_bytes=memory_bytes or sandbox.default_memory_limit(),
-            cpus=tuple(cpus) if cpus else None,
+            timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
         ),
         log_path=workdir / "child.log",
         gpu=mode is Mode.CUDA,

@@ -70,8 +70,6 @@ class Limits:
     max_processes: int = 256
     max_file_bytes: int = 16 * 1024**3
     max_open_files: int = 4096
-    # The CPUs the child may run on (its GPU's NUMA node); None: all ours.
-    cpus: tuple[int, ...] | None = None
 
 
 @cache
@@ -245,8 +243,6 @@ def _set_limits(limits: Limits, nproc: int) -> None:
     # exists now plus the child's allowance. Root ignores it, but the child
     # runs with its capabilities dropped, where it applies again.
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    if limits.cpus:
-        os.sched_setaffinity(0, limits.cpus)
 
 
 class _Reader(threading.Thread):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import random
 import statistics
 from collections.abc import Sequence
 
@@ -76,23 +75,6 @@ def release_cached_memory() -> None:
     _empty_cache()
 
 
-REPOOL_HOLD_MAX = 2 * 1024**3
-
-
-def repool(device: torch.device, rng: random.Random) -> torch.Tensor | None:
-    """Hand the allocator's cache back to the driver and hold a block of random size.
-
-    The calls after it allocate their tensors from memory newly taken from
-    the driver, behind the held block: other physical memory than the calls
-    before. Returns the block; the caller keeps it until the next repool.
-    Its size is 0-2 GiB in 2 MiB steps, at most a quarter of what is free.
-    """
-    release_cached_memory()
-    free = torch.cuda.mem_get_info(device)[0]
-    pages = rng.randrange(0, min(REPOOL_HOLD_MAX, free // 4) // 2**21 + 1)
-    return torch.empty(pages * 2**21, dtype=torch.uint8, device=device) if pages else None
-
-
 # How long the GPU is kept busy after the flush, so that the host has queued
 # the timed call before the start event fires: the events then measure the
 # kernels, not Python launch overhead (which the back-to-back batch shows).
@@ -104,8 +86,10 @@ class L2Flusher:
 
     Both are one kernel that holds every SM while it runs (cover.py), so that
     no work of the submission's can start on another stream during the cover.
-    Where that kernel cannot be loaded, a plain write and a one-thread sleep
-    do the flush and the cover, and `describe()` says so.
+    With `reads` (timing setting flush_reads=1) the kernel reads the buffer
+    instead, and the call starts on clean lines (docs/evaluator.md). Where the
+    kernel cannot be loaded, a plain write and a one-thread sleep do the flush
+    and the cover, and `describe()` says so.
     """
 
     def __init__(self, device: torch.device, *, reads: bool = False):

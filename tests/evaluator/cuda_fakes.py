@@ -49,8 +49,6 @@ def install() -> None:
     torch.cuda.Event = FakeEvent
     torch.cuda.current_stream = lambda device=None: FakeStream()
     torch.cuda.synchronize = lambda device=None: None
-    # Free and total memory: a repool holds at most a quarter of the free.
-    torch.cuda.mem_get_info = lambda device=None: (256 * 2**20, 1024 * 2**20)
     # The harness times through the primitives it snapshotted at import.
     timing._Event = FakeEvent
     timing._record = FakeEvent.record

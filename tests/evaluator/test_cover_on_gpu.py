@@ -50,13 +50,15 @@ def _side_work_against(cover) -> tuple[float, float, float]:
     return mark.elapsed_time(start), mark.elapsed_time(side_end), min(alone)
 
 
-def test_the_cover_holds_every_sm_of_this_gpu():
+@pytest.mark.parametrize("reads", [False, True], ids=["flush-writes", "flush-reads"])
+def test_the_cover_holds_every_sm_of_this_gpu(reads):
     from evaluator.harness import timing
 
-    flusher = timing.L2Flusher(torch.device("cuda"))
+    flusher = timing.L2Flusher(torch.device("cuda"), reads=reads)
     assert flusher.cover is not None, flusher.cover_problem
     described = flusher.describe()
     assert described["kind"] == "exclusive", described
+    assert described["flush"] == ("reads" if reads else "writes")
     assert (
         described["blocks_per_sm"] * described["threads_per_block"] >= described["threads_per_sm"]
     )

@@ -41,6 +41,47 @@ def test_the_cover_assembles_small_enough_for_four_blocks_an_sm(tmp_path, arch):
     assert "spill" not in done.stderr or "0 bytes spill" in done.stderr
 
 
+CUOBJDUMP = PTXAS.with_name("cuobjdump")
+
+
+def _flush_accesses(tmp_path: Path, ptx: str) -> list[str]:
+    """The 128-bit global loads and stores of the cover's SASS for sm_90."""
+    source, cubin = tmp_path / "cover.ptx", tmp_path / "cover.cubin"
+    source.write_text(ptx)
+    subprocess.run([str(PTXAS), "-arch=sm_90", str(source), "-o", str(cubin)], check=True)
+    sass = subprocess.run(
+        [str(CUOBJDUMP), "-sass", str(cubin)], capture_output=True, text=True, check=True
+    ).stdout
+    return re.findall(r"\b(LDG|STG)\.E\.128\b", sass)
+
+
+@pytest.mark.skipif(not CUOBJDUMP.is_file(), reason="needs Triton's ptxas and cuobjdump")
+def test_the_reading_flush_keeps_its_loads_and_the_default_writes(tmp_path):
+    # Loads whose values go unused are dead code to ptxas: the reading
+    # variant must use them, or its flush would vanish from the machine code.
+    assert _flush_accesses(tmp_path, cover.PTX) == ["STG"]
+    assert _flush_accesses(tmp_path, cover.reading()) == ["LDG"]
+
+
+@pytest.mark.skipif(not PTXAS.is_file(), reason="needs Triton's ptxas")
+def test_the_reading_flush_fits_four_blocks_an_sm_too(tmp_path):
+    source = tmp_path / "reading.ptx"
+    source.write_text(cover.reading())
+    done = subprocess.run(
+        [str(PTXAS), "-arch=sm_80", "-v", str(source), "-o", str(tmp_path / "reading.cubin")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(re.search(r"Used (\d+) registers", done.stderr).group(1)) <= 32
+
+
+def test_the_reading_flush_refuses_a_cover_it_does_not_know():
+    with pytest.raises(ValueError, match="no single"):
+        cover.reading(cover.PTX.replace("st.global.v4.b32", "st.global.v2.b32"))
+
+
 @pytest.mark.skipif(not PTXAS.is_file(), reason="needs Triton's ptxas")
 def test_the_stamped_variant_of_bench_cover_window_still_assembles(tmp_path):
     # bench/cover_window.py derives its variant from cover.PTX by replacing

@@ -115,3 +115,36 @@ def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
     flusher.cover = SimpleNamespace(launch=lambda *args: order.append(("cover", *args)))
     flusher.flush()
     assert order == ["device idle", ("cover", "buffer", 200.0, 7)]
+
+
+def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
+    # Timing setting phases=3: the calls are one series, but every third of
+    # them starts with new models and a warm-up of its own (Child._phase).
+    from evaluator.harness import honesty
+
+    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
+    monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
+    monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed: [])
+    monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
+    phases, sent = [], []
+    child = Child.__new__(Child)
+    child.job = {
+        "fingerprint_seed": 0,
+        "timing": {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0},
+    }
+    child.device = torch.device("cpu")
+    child.l2_reported = child.escape_reported = False
+    child.chan = SimpleNamespace(send=lambda event, **fields: sent.append((event, fields)))
+    child.inputs = lambda params, seed: []
+    child.sync = lambda: None
+    child._batch = lambda *args: []
+    child._phase = lambda workload, cfg: (phases.append(len(sent)), ("sub", "ref"))[1]
+    flusher = SimpleNamespace(
+        persisting_l2_bytes=lambda: 0, resets_persisting_lines=False, describe=lambda: {}
+    )
+    workload = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
+
+    assert child.time_workload(workload, flusher)
+    assert len(phases) == 3
+    [(event, fields)] = sent
+    assert event == "timing" and len(fields["sub_ms"]) == len(fields["ref_ms"]) == 6
