@@ -19,7 +19,6 @@ well under a microsecond, the harness can time by them. Needs a CUDA GPU.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import itertools
 import statistics
 import sys
@@ -36,59 +35,6 @@ TASK = "row_softmax"
 KERNEL_4B = ROOT / "tests" / "exploits" / "kernels" / "04b_cover_front_run.py"
 
 
-def _stamped(ptx: str) -> str:
-    """The cover's PTX, with block 0's first thread writing the global timer once released."""
-    swaps = [
-        ("    .param .u64 target\n)", "    .param .u64 target,\n    .param .u64 stamp\n)"),
-        (".reg .pred %p<6>;", ".reg .pred %p<7>;"),
-        (".reg .b32 %r<6>;", ".reg .b32 %r<7>;"),
-        (".reg .b64 %rd<18>;", ".reg .b64 %rd<20>;"),
-        (
-            "DONE:\n    barrier.sync 0;\n    ret;",
-            "DONE:\n    barrier.sync 0;\n"
-            "    or.b32 %r6, %r1, %r2;\n"
-            "    setp.ne.u32 %p6, %r6, 0;\n"
-            "    @%p6 bra END;\n"
-            "    ld.param.u64 %rd18, [stamp];\n"
-            "    mov.u64 %rd19, %globaltimer;\n"
-            "    st.global.u64 [%rd18], %rd19;\n"
-            "END:\n    ret;",
-        ),
-    ]
-    for old, new in swaps:
-        if old not in ptx:
-            raise SystemExit(f"cover.PTX changed: {old!r} is gone; update bench/cover_window.py")
-        ptx = ptx.replace(old, new)
-    return ptx
-
-
-STAMP_PTX = r"""
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry d2k_stamp(.param .u64 slot)
-{
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [slot];
-    mov.u64 %rd2, %globaltimer;
-    st.global.u64 [%rd1], %rd2;
-    ret;
-}
-"""
-
-
-class EndStamp:
-    """A one-thread kernel that writes the global timer to a slot, on the current stream."""
-
-    def __init__(self, driver: ctypes.CDLL):
-        self.driver = driver
-        self.function = cover.load_function(driver, STAMP_PTX, b"d2k_stamp")
-
-    def launch(self, slot: int, stream_handle: int) -> None:
-        cover.launch_kernel(self.driver, self.function, 1, 1, stream_handle, (slot,))
-
-
 def main() -> None:
     import torch
 
@@ -101,10 +47,10 @@ def main() -> None:
 
     device = torch.device("cuda")
     flusher = timing.L2Flusher(device)  # the buffer and the persisting-L2 resets
-    stamped, why = cover.Cover.load(device, ptx=_stamped(cover.PTX))
+    stamped, why = cover.Cover.load(device, ptx=cover.stamping(cover.PTX))
     if stamped is None:
         raise SystemExit(f"the stamped cover did not load: {why}")
-    end_stamp = EndStamp(stamped.driver)
+    end_stamp = cover.EndStamp.load(stamped.driver)
     slots = torch.zeros(2, dtype=torch.int64, device=device)
 
     spec = load_task(DEFAULT_CATALOG_DIR / TASK)

@@ -1,14 +1,16 @@
 """The whole GPU check in one call: ceilings, experts, exploit kernels, stability.
 
-    python bench/gpu_check.py experts [--tasks a,b] [--out DIR]
-    python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--out DIR]
-    python bench/gpu_check.py exploits [--out DIR]
+    python bench/gpu_check.py experts [--tasks a,b] [--timing K=V] [--out DIR]
+    python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--timing K=V] [--out DIR]
+    python bench/gpu_check.py exploits [--cases 4b,5] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --arm writes:flush_reads=0 --arm reads:flush_reads=1
     python bench/gpu_check.py collect DIR [--out DIR]
 
-`collect` reads the verdicts that `pytest -m gpu` kept (D2K_GPU_VERDICTS=DIR,
-see tests/exploits/test_exploits_on_gpu.py) and prints the same tables.
+`--timing` passes timing settings to every check (`--arm`, for stability,
+runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
+kept (D2K_GPU_VERDICTS=DIR, see tests/exploits/test_exploits_on_gpu.py) and
+prints the same tables.
 
 Runs the real evaluator (python -m evaluator check, one process per
 evaluation, as a worker does) and prints a table; the full verdicts go to
@@ -158,7 +160,7 @@ def main() -> None:
     parser.add_argument("--cases", help="comma-separated exploit case numbers")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
-        "--timing", action="append", default=[], help="KEY=VALUE, passed to each check"
+        "--timing", action="append", default=[], help="KEY=VALUE, passed to every check"
     )
     parser.add_argument(
         "--arm",
@@ -193,7 +195,7 @@ def main() -> None:
     results: dict[str, object] = {}
     if args.what == "experts":
         for task in tasks_arg(args.tasks):
-            v = check(task, DEFAULT_CATALOG_DIR / task / "expert.py")
+            v = check(task, DEFAULT_CATALOG_DIR / task / "expert.py", timing=args.timing)
             print_verdict(task, "expert", v)
             speedups = [w["speedup"] for w in v["workloads"] if w.get("speedup")]
             print(f"    geomean speedup {geomean(speedups):.3f} over {len(speedups)} workloads")
@@ -202,7 +204,7 @@ def main() -> None:
     elif args.what == "files":
         for item in args.items:
             task, path = item.split(":", 1)
-            v = check(task, ROOT / path)
+            v = check(task, ROOT / path, timing=args.timing)
             print_verdict(task, Path(path).name, v)
             results[item] = v
     elif args.what == "exploits":
@@ -213,7 +215,8 @@ def main() -> None:
         for case in cases:
             # An endless loop is caught by the watchdog whatever the limit: keep it short.
             limit = 20 if "timeout" in case.expected else 60
-            v = check(case.task, ROOT / "tests" / "exploits" / "kernels" / case.file, timeout=limit)
+            path = ROOT / "tests" / "exploits" / "kernels" / case.file
+            v = check(case.task, path, timeout=limit, timing=args.timing)
             print_verdict(case.task, case.file, v)
             results[case.file] = {"expected": case.expected, **v}
             save(args.out, args.what, results)

@@ -205,6 +205,7 @@ class Child:
             sub, ref = self._phase(workload, cfg)
             per_phase = -(-cfg["max_calls"] // max(cfg.get("phases", 1), 1))
             sub_events, ref_events, prints = [], [], []
+            stamped: dict[str, list[float]] = {"sub": [], "ref": []}
             started = _perf_counter()
             call = 0
             while True:
@@ -219,12 +220,16 @@ class Child:
                         ref_events.append(
                             timing.timed_call(ref, self.inputs(params, ref_seed + call), flusher)[0]
                         )
+                        if flusher.stamps:
+                            stamped["ref"].append(flusher.window_ms())
                         continue
                     seed = sub_seed + call
                     inputs = self.inputs(params, seed)
                     honesty.poison_allocator(self.device, _bytes_of(inputs))
                     events, out = timing.timed_call(sub, inputs, flusher)
                     sub_events.append(events)
+                    if flusher.stamps:
+                        stamped["sub"].append(flusher.window_ms())
                     persisting = flusher.persisting_l2_bytes()
                     if persisting and not self.l2_reported:
                         self.l2_reported = True
@@ -266,6 +271,11 @@ class Child:
             batch_prints=batch,
             l2_persist_reset=flusher.resets_persisting_lines,
             cover=flusher.describe(),
+            **(
+                {"sub_stamp_ms": stamped["sub"], "ref_stamp_ms": stamped["ref"]}
+                if flusher.stamps
+                else {}
+            ),
         )
         return True
 
@@ -342,8 +352,14 @@ class Child:
     def run(self) -> None:
         # Calibrated before the submission is imported, so nothing it patches
         # can reach the flush or the launch cover.
-        reads = bool(self.job.get("timing", {}).get("flush_reads"))
-        flusher = timing.L2Flusher(self.device, reads=reads) if self.mode == "cuda" else None
+        cfg = self.job.get("timing", {})
+        flusher = None
+        if self.mode == "cuda":
+            flusher = timing.L2Flusher(
+                self.device,
+                reads=bool(cfg.get("flush_reads")),
+                stamps=bool(cfg.get("window_stamps")),
+            )
         if not self.load_submission():
             return
         for workload in self.job["workloads"]:

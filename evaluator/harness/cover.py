@@ -134,6 +134,57 @@ def reading(ptx: str = PTX) -> str:
     clean lines, so a call is charged for its own traffic only.
     """
     swaps = [(".reg .b32 %r<6>;", ".reg .b32 %r<10>;"), (_STORE, _LOADS), ("SPIN:\n", _CONSUME)]
+    return _swap(ptx, swaps)
+
+
+_STAMP_PARAM = ("    .param .u64 target\n)", "    .param .u64 target,\n    .param .u64 stamp\n)")
+_STAMP_REGS = (
+    ".reg .b64 %rd<18>;\n",
+    ".reg .b64 %rd<18>;\n    .reg .pred %qp<1>;\n    .reg .b32 %qr<1>;\n    .reg .b64 %qd<2>;\n",
+)
+_STAMP_EXIT = (
+    "DONE:\n    barrier.sync 0;\n    ret;",
+    "DONE:\n    barrier.sync 0;\n"
+    "    or.b32 %qr0, %r1, %r2;\n"
+    "    setp.ne.u32 %qp0, %qr0, 0;\n"
+    "    @%qp0 bra END;\n"
+    "    ld.param.u64 %qd0, [stamp];\n"
+    "    mov.u64 %qd1, %globaltimer;\n"
+    "    st.global.u64 [%qd0], %qd1;\n"
+    "END:\n    ret;",
+)
+
+
+def stamping(ptx: str = PTX) -> str:
+    """The cover with one more parameter, `stamp`: where to write the GPU's global timer.
+
+    Block 0's first thread writes it once the blocks are released, which is
+    the earliest moment any other kernel can start: a window that begins
+    there holds whatever a side stream starts as the cover retires (case
+    4b), which the start event, recorded after the cover ends, does not.
+    """
+    return _swap(ptx, [_STAMP_PARAM, _STAMP_REGS, _STAMP_EXIT])
+
+
+# A one-thread kernel that writes the global timer to `slot`: queued after
+# the timed call on its stream, the end of a stamped window.
+STAMP_PTX = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry d2k_stamp(.param .u64 slot)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [slot];
+    mov.u64 %rd2, %globaltimer;
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+"""
+
+
+def _swap(ptx: str, swaps: list[tuple[str, str]]) -> str:
     for old, new in swaps:
         if ptx.count(old) != 1:
             raise ValueError(f"the cover's PTX has no single {old.strip()!r}")
@@ -283,3 +334,20 @@ class Cover:
             *extra,
         )
         launch_kernel(self.driver, self.function, self.grid, BLOCK_THREADS, stream_handle, values)
+
+
+@dataclass
+class EndStamp:
+    """The one-thread kernel of `STAMP_PTX`, loaded into the current context."""
+
+    driver: ctypes.CDLL
+    function: ctypes.c_void_p
+
+    @classmethod
+    def load(cls, driver: ctypes.CDLL) -> EndStamp:
+        """Raises CoverError if the driver cannot load it."""
+        return cls(driver, load_function(driver, STAMP_PTX, b"d2k_stamp"))
+
+    def launch(self, slot: int, stream_handle: int) -> None:
+        """Queue it on the stream: the global timer goes to the int64 at address `slot`."""
+        launch_kernel(self.driver, self.function, 1, 1, stream_handle, (slot,))

@@ -33,6 +33,12 @@ LAUNCH_ALLOWANCE_MS = 0.25
 # datasheet's (H200: 4.3-4.7 of 4.8 TB/s, about 800 of 989 TFLOP/s), so the
 # margin leaves room for a kernel that beats the measured peak honestly.
 SOL_FLOOR_MARGIN = 0.75
+# A stamped window opens before the start event (as the cover releases the
+# GPU) and closes before the end event (the stamp kernel precedes it): on the
+# H200 it is 0.35-0.45 µs longer than the events of an honest call. Much
+# shorter means the stamps were written to, not measured.
+STAMP_SHORTFALL_RATIO = 0.98
+STAMP_SHORTFALL_MS = 0.0005
 
 
 class _Reference:
@@ -149,9 +155,39 @@ def _compare_all(got: tuple, expected: tuple, task: TaskSpec):
     return worst
 
 
+def _stamp_problem(stamp_ms: list[float], event_ms: list[float]) -> str:
+    """What is wrong with a series of stamped windows, measured beside `event_ms`; "" if nothing."""
+    if len(stamp_ms) != len(event_ms) or not stamp_ms:
+        return f"{len(stamp_ms)} stamped windows for {len(event_ms)} timed calls"
+    if min(stamp_ms) <= 0:
+        return "a timed call has no stamped window (a stamp was missing or out of order)"
+    stamps, events = summarize(stamp_ms)[0], summarize(event_ms)[0]
+    if stamps < events * STAMP_SHORTFALL_RATIO - STAMP_SHORTFALL_MS:
+        return (
+            f"the stamped windows' median {stamps:.4f} ms is below the CUDA events' "
+            f"{events:.4f} ms, which they contain"
+        )
+    return ""
+
+
 def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
     msg = seen.timings[spec.name]
     sub_ms, ref_ms = list(map(float, msg["sub_ms"])), list(map(float, msg["ref_ms"]))
+    if env_info.get("timing_settings", {}).get("window_stamps"):
+        # The stamped windows are the times; the events stay as their check.
+        stamped = (list(map(float, msg.get(key) or [])) for key in ("sub_stamp_ms", "ref_stamp_ms"))
+        sub_stamps, ref_stamps = stamped
+        problems = [
+            f"{spec.name}: {who}{problem}"
+            for who, stamps, events in (
+                ("", sub_stamps, sub_ms),
+                ("reference: ", ref_stamps, ref_ms),
+            )
+            if (problem := _stamp_problem(stamps, events))
+        ]
+        seen.flags += [flag("timing_inconsistent", problem) for problem in problems]
+        if not problems:
+            sub_ms, ref_ms = sub_stamps, ref_stamps
     med, iqr, low = summarize(sub_ms)
     ref_med, ref_iqr, _ = summarize(ref_ms)
     batch = seen.batches.get(spec.name)

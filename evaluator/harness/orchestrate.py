@@ -45,6 +45,9 @@ TIMING = {
     "batch_memory_bytes": 8 * 1024**3,
     # 1: the flush reads its buffer (leaves clean L2 lines), 0: it writes it.
     "flush_reads": 0,
+    # 1: a call's time is its stamped window (from the cover's release to a
+    # stamp after the call), not its CUDA events; 0: the events.
+    "window_stamps": 0,
     # Timing phases a workload's calls are split into (up to max_calls /
     # phases calls each), each with new models and a warm-up of its own.
     "phases": 1,
@@ -64,8 +67,9 @@ def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, floa
         if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise ValueError(f"timing setting {key} must be a finite number >= 0, not {value!r}")
         settings[key] = type(TIMING[key])(value)
-    if settings["flush_reads"] not in (0, 1):
-        raise ValueError("timing setting flush_reads must be 0 or 1")
+    for switch in ("flush_reads", "window_stamps"):
+        if settings[switch] not in (0, 1):
+            raise ValueError(f"timing setting {switch} must be 0 or 1")
     if settings["phases"] < 1:
         raise ValueError("timing setting phases must be at least 1")
     if settings["min_calls"] > settings["max_calls"]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .cover import PTX, Cover, reading
+from .cover import PTX, Cover, CoverError, EndStamp, reading, stamping
 
 CUDA_LIMIT_PERSISTING_L2 = 0x06
 
@@ -35,6 +35,8 @@ _synchronize = torch.cuda.synchronize
 _current_stream = torch.cuda.current_stream
 _stream_synchronize = torch.cuda.Stream.synchronize
 _empty_cache = torch.cuda.empty_cache
+_zero = torch.Tensor.zero_
+_tolist = torch.Tensor.tolist
 
 
 def event() -> torch.cuda.Event:
@@ -87,20 +89,38 @@ class L2Flusher:
     Both are one kernel that holds every SM while it runs (cover.py), so that
     no work of the submission's can start on another stream during the cover.
     With `reads` (timing setting flush_reads=1) the kernel reads the buffer
-    instead, and the call starts on clean lines (docs/evaluator.md). Where the
-    kernel cannot be loaded, a plain write and a one-thread sleep do the flush
-    and the cover, and `describe()` says so.
+    instead, and the call starts on clean lines (docs/evaluator.md). With
+    `stamps` (window_stamps=1) the cover writes the GPU's global timer as it
+    releases the GPU and `mark_end` writes it again after the call: the
+    stamped window (`window_ms`). Where the kernel cannot be loaded, a plain
+    write and a one-thread sleep do the flush and the cover, with no stamps,
+    and `describe()` says so.
     """
 
-    def __init__(self, device: torch.device, *, reads: bool = False):
+    def __init__(self, device: torch.device, *, reads: bool = False, stamps: bool = False):
         props = torch.cuda.get_device_properties(device)
         size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 256 * 1024 * 1024)
         self.buffer = torch.zeros(-(-size // 16) * 16, dtype=torch.uint8, device=device)
         self._cudart = _load_cudart()
         self.cover_us = LAUNCH_COVER_US
         self.reads = reads
-        self.cover, self.cover_problem = Cover.load(device, reading() if reads else PTX)
+        ptx = reading() if reads else PTX
+        self.cover, self.cover_problem = Cover.load(device, stamping(ptx) if stamps else ptx)
+        self.end_stamp: EndStamp | None = None
+        self.stamp_problem = ""
+        if stamps and self.cover is not None:
+            try:
+                self.end_stamp = EndStamp.load(self.cover.driver)
+            except CoverError as exc:
+                self.stamp_problem = str(exc)
+                self.cover, self.cover_problem = Cover.load(device, ptx)
+        # [cover released, call done] in global-timer nanoseconds, of the last call.
+        self.slots = torch.zeros(2, dtype=torch.int64, device=device) if self.stamps else None
         self.sleep_cycles = _cycles_for(LAUNCH_COVER_US) if self.cover is None else 0
+
+    @property
+    def stamps(self) -> bool:
+        return self.end_stamp is not None
 
     def flush(self) -> None:
         # The device is idle when the cover is queued. Work queued before it
@@ -110,10 +130,27 @@ class L2Flusher:
         _synchronize()
         self.reset_persisting()
         if self.cover is not None:
-            self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream)
+            extra = ()
+            if self.slots is not None:
+                # Cleared first: a stamp that is not written reads as no window.
+                _zero(self.slots)
+                extra = (self.slots[0].data_ptr(),)
+            self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream, extra)
             return
         self.buffer.zero_()
         _sleep(int(self.sleep_cycles * self.cover_us / LAUNCH_COVER_US))
+
+    def mark_end(self) -> None:
+        """After the timed call, on its stream: the end of the stamped window, if stamping."""
+        if self.end_stamp is not None and self.slots is not None:
+            self.end_stamp.launch(self.slots[1].data_ptr(), _current_stream().cuda_stream)
+
+    def window_ms(self) -> float:
+        """The last call's stamped window, once its stream is done (-1.0 if a stamp is missing)."""
+        if self.slots is None:
+            raise RuntimeError("this flusher does not stamp its windows")
+        begin, end = _tolist(self.slots)
+        return (end - begin) / 1e6 if begin and end else -1.0
 
     def reset_persisting(self) -> None:
         """Reset lines a submission may have marked persisting with an access policy window.
@@ -126,10 +163,23 @@ class L2Flusher:
 
     def describe(self) -> dict:
         """Which launch cover ran: for the verdict's environment."""
+        window = {"window": "stamps" if self.stamps else "events"}
+        if self.stamp_problem:
+            window["stamps_why_not"] = self.stamp_problem
         if self.cover is not None:
             flush = "reads" if self.reads else "writes"
-            return {**self.cover.describe(), "microseconds": self.cover_us, "flush": flush}
-        return {"kind": "sleep", "microseconds": self.cover_us, "why": self.cover_problem}
+            return {
+                **self.cover.describe(),
+                "microseconds": self.cover_us,
+                "flush": flush,
+                **window,
+            }
+        return {
+            "kind": "sleep",
+            "microseconds": self.cover_us,
+            "why": self.cover_problem,
+            **window,
+        }
 
     @property
     def resets_persisting_lines(self) -> bool:
@@ -148,12 +198,14 @@ def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, obje
     """One timed call: flush and cover, then the call between two events on the current stream.
 
     Returns the (start, end) events and the call's output, once the current
-    stream (only) has finished.
+    stream (only) has finished. A stamping flusher's end stamp is queued
+    between the call and the end event; `flusher.window_ms()` reads the window.
     """
     start, end = event(), event()
     flusher.flush()
     record(start)
     out = model(*inputs)
+    flusher.mark_end()
     record(end)
     stream_synchronize()
     return (start, end), out

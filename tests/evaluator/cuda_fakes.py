@@ -28,19 +28,28 @@ class FakeStream:
 
 
 class FakeFlusher:
+    """The flusher's interface; with `stamps`, windows from the host clock."""
+
     resets_persisting_lines = False
 
-    def __init__(self, device, *, reads: bool = False) -> None:
-        self.reads = reads
+    def __init__(self, device, *, reads: bool = False, stamps: bool = False) -> None:
+        self.reads, self.stamps = reads, stamps
+        self.begin = self.end = 0.0
 
     def flush(self) -> None:
-        pass
+        self.begin = time.perf_counter()
+
+    def mark_end(self) -> None:
+        self.end = time.perf_counter()
+
+    def window_ms(self) -> float:
+        return (self.end - self.begin) * 1e3
 
     def persisting_l2_bytes(self) -> int:
         return 0
 
     def describe(self) -> dict:
-        return {"kind": "fake"}
+        return {"kind": "fake", "window": "stamps" if self.stamps else "events"}
 
 
 def install() -> None:

@@ -87,3 +87,35 @@ def test_the_old_one_thread_sleep_let_side_work_run_ahead():
 
     ahead = [_side_work_against(sleep_cover) for _ in range(5)]
     assert any(side_end < start for start, side_end, _ in ahead), ahead
+
+
+def test_a_stamped_window_holds_a_side_kernel_queued_under_the_cover():
+    # Case 4b's pattern: a kernel queued on a side stream while the cover runs
+    # starts as the cover releases the GPU, before the start event. The
+    # stamped window begins at that release, so it holds the whole kernel,
+    # and it is never shorter than the events around the same call.
+    from evaluator.harness import timing
+
+    flusher = timing.L2Flusher(torch.device("cuda"), stamps=True)
+    assert flusher.describe()["window"] == "stamps", flusher.describe()
+    side = torch.cuda.Stream()
+    work = torch.ones(64 * 2**20, device="cuda")
+    for _ in range(50):
+        work.mul_(1.0)
+    for _ in range(5):
+        torch.cuda.synchronize()
+        alone_start = _event()
+        work.mul_(1.0)
+        alone_end = _event()
+        torch.cuda.synchronize()
+        alone = alone_start.elapsed_time(alone_end)
+
+        def call() -> None:
+            with torch.cuda.stream(side):
+                work.mul_(1.0)
+            torch.cuda.current_stream().wait_stream(side)
+
+        (start, end), _ = timing.timed_call(lambda: call(), (), flusher)
+        events, window = start.elapsed_time(end), flusher.window_ms()
+        assert window >= 0.8 * alone, (window, alone)
+        assert window >= events - 0.002, (window, events)

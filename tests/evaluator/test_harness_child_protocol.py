@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path):
+def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
     """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log)."""
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
@@ -45,6 +45,7 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path):
             "max_calls": 4,
             "budget_s": 0.1,
             "batch_ms": 1.0,
+            **timing,
         },
         **plan,
     }
@@ -88,6 +89,17 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     for name, timing in seen.timings.items():
         assert timing["sub_ms"] and timing["ref_ms"] and timing["prints"]
         assert seen.batches[name]["calls"] >= 2
+
+
+def test_with_window_stamps_every_timed_call_reports_its_stamped_window(tmp_path):
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, window_stamps=1)
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    for timing in seen.timings.values():
+        assert timing["cover"]["window"] == "stamps"
+        for who in ("sub", "ref"):
+            stamps = timing[f"{who}_stamp_ms"]
+            assert len(stamps) == len(timing[f"{who}_ms"]) and min(stamps) > 0
 
 
 def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):

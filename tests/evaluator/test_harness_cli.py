@@ -139,6 +139,7 @@ def test_human_output_names_the_status_and_workloads():
         ("min_calls=500", "min_calls is above max_calls"),
         ("flush_reads=2", "timing setting flush_reads must be 0 or 1"),
         ("phases=0", "timing setting phases must be at least 1"),
+        ("window_stamps=2", "timing setting window_stamps must be 0 or 1"),
     ],
 )
 def test_a_bad_timing_setting_is_a_usage_error_with_a_sentence(setting, sentence):

@@ -83,26 +83,51 @@ def test_the_reading_flush_refuses_a_cover_it_does_not_know():
 
 
 @pytest.mark.skipif(not PTXAS.is_file(), reason="needs Triton's ptxas")
-def test_the_stamped_variant_of_bench_cover_window_still_assembles(tmp_path):
-    # bench/cover_window.py derives its variant from cover.PTX by replacing
-    # lines: a change to the cover must not leave the experiment broken.
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "bench" / "cover_window.py"
-    spec = importlib.util.spec_from_file_location("cover_window", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    for name, text in (("stamped", bench._stamped(cover.PTX)), ("end", bench.STAMP_PTX)):
-        source = tmp_path / f"{name}.ptx"
-        source.write_text(text)
+@pytest.mark.parametrize(
+    "variant",
+    ["stamping", "reading+stamping", "end stamp"],
+)
+def test_the_stamping_variants_assemble_small_enough(tmp_path, variant):
+    text = {
+        "stamping": cover.stamping(),
+        "reading+stamping": cover.reading(cover.stamping()),
+        "end stamp": cover.STAMP_PTX,
+    }[variant]
+    source = tmp_path / "variant.ptx"
+    source.write_text(text)
+    for arch in ("sm_80", "sm_90"):
         done = subprocess.run(
-            [str(PTXAS), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / f"{name}.cubin")],
+            [str(PTXAS), f"-arch={arch}", "-v", str(source), "-o", str(tmp_path / "v.cubin")],
             capture_output=True,
             text=True,
             check=False,
         )
         assert done.returncode == 0, done.stderr
         assert int(re.search(r"Used (\d+) registers", done.stderr).group(1)) <= 32
+
+
+@pytest.mark.skipif(not CUOBJDUMP.is_file(), reason="needs Triton's ptxas and cuobjdump")
+def test_the_stamping_cover_reads_the_timer_once_more_and_stores_it(tmp_path):
+    def timer_reads_and_64_bit_stores(ptx: str) -> tuple[int, int]:
+        source, cubin = tmp_path / "cover.ptx", tmp_path / "cover.cubin"
+        source.write_text(ptx)
+        subprocess.run([str(PTXAS), "-arch=sm_90", str(source), "-o", str(cubin)], check=True)
+        sass = subprocess.run(
+            [str(CUOBJDUMP), "-sass", str(cubin)], capture_output=True, text=True, check=True
+        ).stdout
+        return sass.count("SR_GLOBALTIMER"), len(re.findall(r"\bSTG\.E\.64\b", sass))
+
+    plain, stamped = (
+        timer_reads_and_64_bit_stores(cover.PTX),
+        timer_reads_and_64_bit_stores(cover.stamping()),
+    )
+    assert stamped == (plain[0] + 1, plain[1] + 1)
+
+
+def test_the_variants_compose_in_either_order():
+    assert cover.reading(cover.stamping()) == cover.stamping(cover.reading())
+    with pytest.raises(ValueError, match="no single"):
+        cover.stamping(cover.stamping())
 
 
 def test_the_cover_is_exclusive_only_when_its_blocks_fill_every_thread_slot():

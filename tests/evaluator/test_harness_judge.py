@@ -103,6 +103,52 @@ def test_a_time_below_the_speed_of_light_floor_is_flagged(reference):
     assert "faster_than_light" in checks(seen)
 
 
+STAMPED = {**CEILINGS, "timing_settings": {"window_stamps": 1}}
+
+
+def stamped_judge(reference, *, sub_stamp, ref_stamp=2.0005):
+    """Events of 1 ms (submission) and 2 ms (reference), stamped windows beside them."""
+    seen = observe(reference)
+    seen.timings[SPEC.name]["sub_stamp_ms"] = [sub_stamp] * 20
+    seen.timings[SPEC.name]["ref_stamp_ms"] = [ref_stamp] * 20
+    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
+    measurement, _, _ = judge_module._judge_timing(
+        TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED
+    )
+    return seen, measurement
+
+
+def test_with_window_stamps_the_stamped_windows_are_the_times(reference):
+    # 4b's trick, seen by the stamps: 0.2 ms of its call ran before the start
+    # event, so its window is longer than its events.
+    seen, measurement = stamped_judge(reference, sub_stamp=1.2)
+    assert seen.flags == []
+    assert measurement.median_ms == pytest.approx(1.2)
+    assert measurement.speedup == pytest.approx(2.0005 / 1.2)
+
+
+@pytest.mark.parametrize(
+    ("sub_stamp", "says"),
+    [
+        (0.5, "below the CUDA events"),  # the stamps were written to: half the events
+        (-1.0, "no stamped window"),  # a stamp that was never written
+    ],
+)
+def test_stamped_windows_shorter_than_their_events_are_inconsistent(reference, sub_stamp, says):
+    seen, measurement = stamped_judge(reference, sub_stamp=sub_stamp)
+    assert checks(seen) == ["timing_inconsistent"]
+    assert says in seen.flags[0]["detail"]
+    assert measurement.median_ms == pytest.approx(1.0)  # the events, not the stamps
+
+
+def test_missing_stamps_are_inconsistent_when_the_setting_asks_for_them(reference):
+    seen = observe(reference)  # no stamp lists in the child's message
+    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
+    judge_module._judge_timing(TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED)
+    assert checks(seen) == ["timing_inconsistent"]
+    assert "0 stamped windows for 20 timed calls" in seen.flags[0]["detail"]
+
+
 def result(status):
     return WorkloadResult(
         name="w", role=WorkloadRole.CHECK, hidden=False, status=status, message="why"

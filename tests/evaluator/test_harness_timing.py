@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from evaluator.harness import timing
@@ -9,7 +10,12 @@ from evaluator.harness.child import Child
 
 
 class StubFlusher:
+    stamps = False
+
     def flush(self) -> None:
+        pass
+
+    def mark_end(self) -> None:
         pass
 
 
@@ -112,9 +118,34 @@ def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
     monkeypatch.setattr(timing, "_current_stream", lambda: SimpleNamespace(cuda_stream=7))
     flusher = timing.L2Flusher.__new__(timing.L2Flusher)
     flusher._cudart, flusher.cover_us, flusher.buffer = None, 200.0, "buffer"
+    flusher.slots = None
     flusher.cover = SimpleNamespace(launch=lambda *args: order.append(("cover", *args)))
     flusher.flush()
-    assert order == ["device idle", ("cover", "buffer", 200.0, 7)]
+    assert order == ["device idle", ("cover", "buffer", 200.0, 7, ())]
+
+
+def test_a_stamped_window_runs_from_the_cover_s_release_to_the_stamp_after_the_call(
+    monkeypatch,
+):
+    # The cover gets the first slot (cleared before it), the end stamp the
+    # second, both on the caller's stream; the window is their difference.
+    launches = []
+    monkeypatch.setattr(timing, "_synchronize", lambda: None)
+    monkeypatch.setattr(timing, "_current_stream", lambda: SimpleNamespace(cuda_stream=7))
+    flusher = timing.L2Flusher.__new__(timing.L2Flusher)
+    flusher._cudart, flusher.cover_us, flusher.buffer = None, 200.0, "buffer"
+    flusher.slots = torch.tensor([5, 9], dtype=torch.int64)
+    flusher.cover = SimpleNamespace(launch=lambda *args: launches.append(("cover", *args)))
+    flusher.end_stamp = SimpleNamespace(launch=lambda *args: launches.append(("end", *args)))
+    flusher.flush()
+    assert flusher.slots.tolist() == [0, 0]
+    flusher.mark_end()
+    begin, end = flusher.slots[0].data_ptr(), flusher.slots[1].data_ptr()
+    assert launches == [("cover", "buffer", 200.0, 7, (begin,)), ("end", end, 7)]
+
+    assert flusher.window_ms() == -1.0  # neither stamp written
+    flusher.slots.copy_(torch.tensor([10_000_000, 10_021_500]))  # global-timer ns
+    assert flusher.window_ms() == pytest.approx(0.0215)
 
 
 def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
@@ -140,7 +171,10 @@ def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     child._batch = lambda *args: []
     child._phase = lambda workload, cfg: (phases.append(len(sent)), ("sub", "ref"))[1]
     flusher = SimpleNamespace(
-        persisting_l2_bytes=lambda: 0, resets_persisting_lines=False, describe=lambda: {}
+        persisting_l2_bytes=lambda: 0,
+        resets_persisting_lines=False,
+        describe=lambda: {},
+        stamps=False,
     )
     workload = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
 
