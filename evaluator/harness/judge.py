@@ -6,6 +6,7 @@ outputs are computed here, from the same secret seeds the child used.
 
 from __future__ import annotations
 
+import math
 import secrets
 from pathlib import Path
 
@@ -170,13 +171,57 @@ def _stamp_problem(stamp_ms: list[float], event_ms: list[float]) -> str:
     return ""
 
 
+def _times(msg: dict, key: str, *, required: bool = True) -> list[float] | None:
+    """The list of times (ms) under `key`: None unless finite numbers (empty only if allowed)."""
+    values = msg.get(key, None if required else [])
+    if not isinstance(values, list) or (required and not values):
+        return None
+    try:
+        times = [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+    return times if all(math.isfinite(t) for t in times) else None
+
+
+def _malformed_extras(msg: dict, batch: dict | None, outputs: list | None) -> list[str]:
+    """The parts of a workload's report, besides its times, the judge cannot read."""
+
+    def number(value: object) -> bool:
+        return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+    def samples(value: object) -> bool:
+        return isinstance(value, list) and all(
+            isinstance(item, dict) and isinstance(item.get("seed"), int) and "fp" in item
+            for item in value
+        )
+
+    bad = [key for key in ("prints", "batch_prints") if not samples(msg.get(key, []))]
+    if batch is not None:
+        calls = batch.get("calls")
+        if not (isinstance(calls, int) and calls >= 1 and number(batch.get("event_ms"))):
+            bad.append("batch")
+    if outputs and not number(outputs[0].get("host_ms", 0.0)):
+        bad.append("host_ms")
+    return bad
+
+
 def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
     msg = seen.timings[spec.name]
-    sub_ms, ref_ms = list(map(float, msg["sub_ms"])), list(map(float, msg["ref_ms"]))
-    if env_info.get("timing_settings", {}).get("window_stamps"):
+    stamping = bool(env_info.get("timing_settings", {}).get("window_stamps"))
+    times = {key: _times(msg, key) for key in ("sub_ms", "ref_ms")}
+    if stamping:
+        times |= {key: _times(msg, key, required=False) for key in ("sub_stamp_ms", "ref_stamp_ms")}
+    malformed = sorted(key for key, value in times.items() if value is None)
+    malformed += _malformed_extras(msg, seen.batches.get(spec.name), seen.outputs.get(spec.name))
+    if malformed:
+        seen.flags.append(
+            flag("result_channel", f"{spec.name}: malformed timing report ({', '.join(malformed)})")
+        )
+        return None, {}, "the child's timing report for this workload is malformed"
+    sub_ms, ref_ms = times["sub_ms"], times["ref_ms"]
+    if stamping:
         # The stamped windows are the times; the events stay as their check.
-        stamped = (list(map(float, msg.get(key) or [])) for key in ("sub_stamp_ms", "ref_stamp_ms"))
-        sub_stamps, ref_stamps = stamped
+        sub_stamps, ref_stamps = times["sub_stamp_ms"], times["ref_stamp_ms"]
         problems = [
             f"{spec.name}: {who}{problem}"
             for who, stamps, events in (

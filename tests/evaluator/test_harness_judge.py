@@ -210,3 +210,37 @@ def test_a_flagged_kernel_that_was_killed_says_so():
 def test_a_crash_under_bubblewrap_names_its_signal():
     _, message = _decide(ChildRun(returncode=139, isolation="bwrap"), seen_with(done=False), [], 1)
     assert "signal 11" in message
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"sub_ms": ["fast"]},
+        {"sub_ms": [float("nan")] * 20},
+        {"ref_ms": "2.0"},
+        {"sub_ms": []},
+        {"sub_stamp_ms": [None] * 20},
+        {"prints": [{"seed": "one", "fp": []}]},
+        {"batch_prints": 7},
+        "batch with no calls",
+        "cold start not a number",
+    ],
+)
+def test_a_malformed_timing_report_is_flagged_not_a_crash(reference, forged):
+    # The report comes from the child, where the submission runs: a forged
+    # one is evidence, and must not take the orchestrator down.
+    seen = observe(reference)
+    if forged == "batch with no calls":
+        seen.batches[SPEC.name]["calls"], forged = 0, {}
+    if forged == "cold start not a number":
+        seen.outputs[SPEC.name] = [{"host_ms": "slow"}]
+        forged = {}
+    seen.timings[SPEC.name]["sub_stamp_ms"] = [1.0] * 20
+    seen.timings[SPEC.name]["ref_stamp_ms"] = [2.0] * 20
+    seen.timings[SPEC.name].update(forged)
+    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
+    measurement, _, failure = judge_module._judge_timing(
+        TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED
+    )
+    assert measurement is None and "malformed" in failure
+    assert checks(seen) == ["result_channel"]
