@@ -130,7 +130,7 @@ class L2Flusher:
         _synchronize()
         self.reset_persisting()
         if self.cover is not None:
-            extra = ()
+            extra: tuple[int, ...] = ()
             if self.slots is not None:
                 # Cleared first: a stamp that is not written reads as no window.
                 _zero(self.slots)
