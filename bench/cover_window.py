@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.harness import cover, timing  # noqa: E402
+from evaluator.harness import timing  # noqa: E402
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
 from evaluator.harness.workload import load_module, make_inputs, make_model  # noqa: E402
 
@@ -46,12 +46,10 @@ def main() -> None:
         raise SystemExit("needs a CUDA GPU")
 
     device = torch.device("cuda")
-    flusher = timing.L2Flusher(device)  # the buffer and the persisting-L2 resets
-    stamped, why = cover.Cover.load(device, ptx=cover.stamping(cover.PTX))
-    if stamped is None:
-        raise SystemExit(f"the stamped cover did not load: {why}")
-    end_stamp = cover.EndStamp.load(stamped.driver)
-    slots = torch.zeros(2, dtype=torch.int64, device=device)
+    # The harness's own stamped window: the stamping cover and the end stamp.
+    flusher = timing.L2Flusher(device, stamps=True)
+    if not flusher.stamps:
+        raise SystemExit(f"the stamped cover did not load: {flusher.describe()}")
 
     spec = load_task(DEFAULT_CATALOG_DIR / TASK)
     ref_mod = load_module(str(DEFAULT_CATALOG_DIR / TASK / "reference.py"), "reference")
@@ -61,20 +59,11 @@ def main() -> None:
 
     def one_call(model, inputs) -> tuple[float, float]:
         """(events, stamps) in µs for one call behind the stamped cover."""
+        (start, end), _ = timing.timed_call(model, inputs, flusher)
         timing.synchronize()
-        flusher.reset_persisting()
-        stream = torch.cuda.current_stream().cuda_stream
-        stamped.launch(flusher.buffer, flusher.cover_us, stream, extra=(slots[0].data_ptr(),))
-        start, end = timing.event(), timing.event()
-        timing.record(start)
-        model(*inputs)
-        end_stamp.launch(slots[1].data_ptr(), stream)
-        timing.record(end)
-        timing.synchronize()
-        begin_ns, end_ns = slots.tolist()
-        return timing.elapsed_ms(start, end) * 1e3, (end_ns - begin_ns) / 1e3
+        return timing.elapsed_ms(start, end) * 1e3, flusher.window_ms() * 1e3
 
-    print(f"{torch.cuda.get_device_name()}: {stamped.describe()}")
+    print(f"{torch.cuda.get_device_name()}: {flusher.describe()}")
     for name in args.workloads.split(","):
         params = next(w for w in spec.workloads if w.name == name).params
         models = {

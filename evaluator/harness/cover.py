@@ -17,7 +17,10 @@ cover's blocks retire, a few microseconds before the start event is stamped
 The kernel is PTX, loaded through the CUDA driver that torch already has
 loaded (ctypes, no compiler), and launched on the caller's stream. Where that
 fails, `Cover.load` returns None and the caller falls back to the one-thread
-sleep, and says so in the verdict.
+sleep, and says so in the verdict. Two variants of the PTX, for the timing
+settings: `reading` flushes by reads, `stamping` writes the global timer as
+the cover releases the GPU (with `EndStamp` after the call: a stamped window
+that what a side stream starts as the cover retires cannot escape).
 """
 
 from __future__ import annotations

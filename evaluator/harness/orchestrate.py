@@ -58,7 +58,8 @@ def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, floa
     """The timing protocol's settings, with `overrides` (for experiments) checked and applied.
 
     Raises ValueError naming the problem: an unknown key, a value that is not
-    a finite number >= 0, or fewer calls allowed than required.
+    a finite number >= 0, a switch that is not 0 or 1, no phase, or fewer
+    calls allowed than required.
     """
     settings = dict(TIMING)
     for key, value in (overrides or {}).items():

@@ -163,23 +163,17 @@ class L2Flusher:
 
     def describe(self) -> dict:
         """Which launch cover ran: for the verdict's environment."""
-        window = {"window": "stamps" if self.stamps else "events"}
-        if self.stamp_problem:
-            window["stamps_why_not"] = self.stamp_problem
         if self.cover is not None:
-            flush = "reads" if self.reads else "writes"
-            return {
-                **self.cover.describe(),
-                "microseconds": self.cover_us,
-                "flush": flush,
-                **window,
-            }
-        return {
-            "kind": "sleep",
+            described = {**self.cover.describe(), "flush": "reads" if self.reads else "writes"}
+        else:
+            described = {"kind": "sleep", "why": self.cover_problem}
+        described |= {
             "microseconds": self.cover_us,
-            "why": self.cover_problem,
-            **window,
+            "window": "stamps" if self.stamps else "events",
         }
+        if self.stamp_problem:
+            described["stamps_why_not"] = self.stamp_problem
+        return described
 
     @property
     def resets_persisting_lines(self) -> bool:
