@@ -8,8 +8,9 @@ cover's blocks retire, a few microseconds before the start event is stamped
 start from the cover: block 0 writes the GPU's global timer when the blocks
 are released, and a one-thread kernel after the call writes it again.
 
-For the row_softmax reference, case 4b and its honest twin (the same file
-with WAIT_FOR_CALLER = True), this times every call both ways at once (CUDA
+For the row_softmax reference, case 4b, its honest twin (the same file
+with WAIT_FOR_CALLER = True) and the same kernel on one stream (AHEAD = 0),
+this times every call both ways at once (CUDA
 events around the call, and the two stamps) and prints the medians, the
 speedups over the reference, and the steps the global timer moves in. If
 4b's speedup over its twin vanishes with the stamps, and the stamps resolve
@@ -22,6 +23,7 @@ import argparse
 import itertools
 import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,35 +58,53 @@ def main() -> None:
     cheat = load_module(str(KERNEL_4B), "case_4b")
     twin = load_module(str(KERNEL_4B), "case_4b_twin")
     twin.WAIT_FOR_CALLER = True
+    # The same kernel on the caller's stream alone: the work with no second stream to pay for.
+    single = load_module(str(KERNEL_4B), "case_4b_single")
+    single.AHEAD = 0.0
 
-    def one_call(model, inputs) -> tuple[float, float]:
-        """(events, stamps) in µs for one call behind the stamped cover."""
-        (start, end), _ = timing.timed_call(model, inputs, flusher)
+    def one_call(model, inputs) -> tuple[float, float, float]:
+        """(events, stamps, host) in µs for one call behind the stamped cover.
+
+        host: how long the host took to queue the call; past the cover's
+        length (about 260 µs with its flush) the GPU waits for the host.
+        """
+        marks: list[float] = []
+
+        def queued(*args):
+            marks.append(time.perf_counter())
+            out = model(*args)
+            marks.append(time.perf_counter())
+            return out
+
+        (start, end), _ = timing.timed_call(queued, inputs, flusher)
         timing.synchronize()
-        return timing.elapsed_ms(start, end) * 1e3, flusher.window_ms() * 1e3
+        events_us = timing.elapsed_ms(start, end) * 1e3
+        return events_us, flusher.window_ms() * 1e3, (marks[1] - marks[0]) * 1e6
 
     print(f"{torch.cuda.get_device_name()}: {flusher.describe()}")
     for name in args.workloads.split(","):
         params = next(w for w in spec.workloads if w.name == name).params
         models = {
             "reference": make_model(ref_mod.Model, ref_mod, params, 0, device),
+            "one stream": make_model(single.ModelNew, ref_mod, params, 0, device),
             "4b twin": make_model(twin.ModelNew, ref_mod, params, 0, device),
             "4b": make_model(cheat.ModelNew, ref_mod, params, 0, device),
         }
-        times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in models}
+        times: dict[str, tuple[list[float], ...]] = {k: ([], [], []) for k in models}
         for call in range(args.calls + 10):
             for label, model in models.items():
-                events_us, stamps_us = one_call(model, make_inputs(ref_mod, params, call, device))
+                measured = one_call(model, make_inputs(ref_mod, params, call, device))
                 if call >= 10:  # warm-up
-                    times[label][0].append(events_us)
-                    times[label][1].append(stamps_us)
+                    for series, value in zip(times[label], measured, strict=True):
+                        series.append(value)
         print(f"\n{TASK} {name}: {args.calls} calls each")
-        medians = {k: (statistics.median(e), statistics.median(s)) for k, (e, s) in times.items()}
-        for label, (events_med, stamps_med) in medians.items():
-            ref_events, ref_stamps = medians["reference"]
+        medians = {k: [statistics.median(s) for s in series] for k, series in times.items()}
+        for label, (events_med, stamps_med, host_med) in medians.items():
+            ref_events, ref_stamps, _ = medians["reference"]
             print(
                 f"  {label:<10} events {events_med:8.2f} µs (x{ref_events / events_med:.3f})"
                 f"   stamps {stamps_med:8.2f} µs (x{ref_stamps / stamps_med:.3f})"
+                f"   host {host_med:7.1f} µs"
             )
         seen = sorted(set(times["reference"][1]))
         steps = sorted({round(b - a, 3) for a, b in itertools.pairwise(seen)})

@@ -25,20 +25,28 @@ def _event() -> torch.cuda.Event:
     return event
 
 
+def _device_ms(work: torch.Tensor) -> float:
+    """One `work.mul_` on the device alone, in ms.
+
+    Queued behind a sleep, so that its events time the kernel and not the
+    host's launch after an idle GPU (80 µs more on one H200 host).
+    """
+    torch.cuda.synchronize()
+    torch.cuda._sleep(1_000_000)
+    start = _event()
+    work.mul_(1.0)
+    end = _event()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end)
+
+
 def _side_work_against(cover) -> tuple[float, float, float]:
     """(start event, side kernel's end, side kernel alone), in ms after a mark before the cover."""
     side = torch.cuda.Stream(priority=torch.cuda.Stream.priority_range()[1])
     work = torch.ones(64 * 2**20, device="cuda")  # 256 MB: about 0.1 ms to scale
     for _ in range(50):  # out of the idle clocks
         work.mul_(1.0)
-    alone = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        alone_start = _event()
-        work.mul_(1.0)
-        alone_end = _event()
-        torch.cuda.synchronize()
-        alone.append(alone_start.elapsed_time(alone_end))
+    alone = [_device_ms(work) for _ in range(5)]
 
     mark = _event()
     cover()
@@ -103,12 +111,7 @@ def test_a_stamped_window_holds_a_side_kernel_queued_under_the_cover():
     for _ in range(50):
         work.mul_(1.0)
     for _ in range(5):
-        torch.cuda.synchronize()
-        alone_start = _event()
-        work.mul_(1.0)
-        alone_end = _event()
-        torch.cuda.synchronize()
-        alone = alone_start.elapsed_time(alone_end)
+        alone = _device_ms(work)
 
         def call() -> None:
             with torch.cuda.stream(side):
