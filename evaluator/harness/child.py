@@ -202,24 +202,29 @@ class Child:
         sub_seed, ref_seed = workload["timing_seed"], workload["ref_timing_seed"]
         fp_seed = self.job["fingerprint_seed"]
         try:
-            sub, ref = self._phase(workload, cfg)
-            per_phase = -(-cfg["max_calls"] // max(cfg.get("phases", 1), 1))
+            sub, ref, covers = self._phase(workload, cfg)
+            phases = max(cfg.get("phases", 1), 1)
+            per_phase = -(-cfg["max_calls"] // phases)
             sub_events, ref_events, prints = [], [], []
             stamped: dict[str, list[float]] = {"sub": [], "ref": []}
+            # Calls whose queueing by the host outlasted their cover.
+            host_bound = {"sub": 0, "ref": 0}
             started = _perf_counter()
             call = 0
             while True:
                 call += 1
                 if call > 1 and (call - 1) % per_phase == 0:
                     del sub, ref
-                    sub, ref = self._phase(workload, cfg)
+                    sub, ref, covers = self._phase(workload, cfg)
                 # Alternate the order each iteration so drift cancels.
                 order = ("ref", "sub") if call % 2 else ("sub", "ref")
                 for who in order:
+                    flusher.cover_us = covers[who]
                     if who == "ref":
                         ref_events.append(
                             timing.timed_call(ref, self.inputs(params, ref_seed + call), flusher)[0]
                         )
+                        host_bound["ref"] += flusher.queue_us > flusher.cover_us
                         if flusher.stamps:
                             stamped["ref"].append(flusher.window_ms())
                         continue
@@ -227,6 +232,7 @@ class Child:
                     inputs = self.inputs(params, seed)
                     honesty.poison_allocator(self.device, _bytes_of(inputs))
                     events, out = timing.timed_call(sub, inputs, flusher)
+                    host_bound["sub"] += flusher.queue_us > flusher.cover_us
                     sub_events.append(events)
                     if flusher.stamps:
                         stamped["sub"].append(flusher.window_ms())
@@ -251,7 +257,9 @@ class Child:
                 if call >= cfg["min_calls"]:
                     if _perf_counter() - started > cfg["budget_s"]:
                         break
-                    if call % 5 == 0 and self._stable(sub_events, ref_events, cfg):
+                    # With phases, only whole ones: each phase weighs the same.
+                    boundary = call % per_phase == 0 if phases > 1 else call % 5 == 0
+                    if boundary and self._stable(sub_events, ref_events, cfg):
                         break
             sub_ms = [timing.elapsed_ms(a, b) for a, b in sub_events]
             ref_ms = [timing.elapsed_ms(a, b) for a, b in ref_events]
@@ -271,6 +279,8 @@ class Child:
             batch_prints=batch,
             l2_persist_reset=flusher.resets_persisting_lines,
             cover=flusher.describe(),
+            cover_us=covers,
+            host_bound=host_bound,
             **(
                 {"sub_stamp_ms": stamped["sub"], "ref_stamp_ms": stamped["ref"]}
                 if flusher.stamps
@@ -280,7 +290,11 @@ class Child:
         return True
 
     def _phase(self, workload: dict, cfg: dict) -> tuple:
-        """A timing phase's start: the allocator's cache released, new models, a warm-up."""
+        """A timing phase's start: the allocator's cache released, new models, a warm-up.
+
+        Returns the models and each one's launch cover (µs), sized to how long
+        the host took to queue its warm-up calls (timing.cover_for).
+        """
         params = workload["params"]
         timing.release_cached_memory()
         sub = self.construct(self.sub.ModelNew, params, workload["seeds"][0])
@@ -288,15 +302,23 @@ class Child:
         # Compilation and autotuning happened in the correctness calls
         # (their host time is the cold start); these are plain warm-ups,
         # kept up long enough for the GPU to leave its idle clocks.
+        queue_us: dict[str, list[float]] = {"sub": [], "ref": []}
         warm_started, warm_calls = _perf_counter(), 0
         while warm_calls < cfg["warmup_calls"] or (
             _perf_counter() - warm_started < cfg["warmup_s"]
         ):
             warm_calls += 1
-            ref(*self.inputs(params, workload["ref_timing_seed"]))
-            sub(*self.inputs(params, workload["timing_seed"]))
+            for who, model, seed in (
+                ("ref", ref, workload["ref_timing_seed"]),
+                ("sub", sub, workload["timing_seed"]),
+            ):
+                inputs = self.inputs(params, seed)
+                self.sync()
+                queued = _perf_counter()
+                model(*inputs)
+                queue_us[who].append((_perf_counter() - queued) * 1e6)
             self.sync()
-        return sub, ref
+        return sub, ref, {who: timing.cover_for(times) for who, times in queue_us.items()}
 
     @staticmethod
     def _stable(sub_events, ref_events, cfg) -> bool:

@@ -195,7 +195,11 @@ def _malformed_extras(msg: dict, batch: dict | None, outputs: list | None) -> li
             for item in value
         )
 
+    def per_side(value: object) -> bool:
+        return isinstance(value, dict) and all(number(value.get(who)) for who in ("sub", "ref"))
+
     bad = [key for key in ("prints", "batch_prints") if not samples(msg.get(key, []))]
+    bad += [key for key in ("cover_us", "host_bound") if key in msg and not per_side(msg[key])]
     if batch is not None:
         calls = batch.get("calls")
         if not (isinstance(calls, int) and calls >= 1 and number(batch.get("event_ms"))):
@@ -203,6 +207,16 @@ def _malformed_extras(msg: dict, batch: dict | None, outputs: list | None) -> li
     if outputs and not number(outputs[0].get("host_ms", 0.0)):
         bad.append("host_ms")
     return bad
+
+
+def _covers(msg: dict) -> dict:
+    """The Measurement fields of the report's launch covers and host-bound calls (checked)."""
+    out: dict = {}
+    if covers := msg.get("cover_us"):
+        out |= {"cover_us": float(covers["sub"]), "ref_cover_us": float(covers["ref"])}
+    if bound := msg.get("host_bound"):
+        out |= {"host_bound_calls": int(bound["sub"]), "ref_host_bound_calls": int(bound["ref"])}
+    return out
 
 
 def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
@@ -248,6 +262,7 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
         sub_deciles=tuple(_deciles(sub_ms)),
         ref_deciles=tuple(_deciles(ref_ms)),
         back_to_back_ms=float(batch["event_ms"]) / int(batch["calls"]) if batch else None,
+        **_covers(msg),
     )
     # Re-check outputs of timed calls picked now, at random.
     rng = secrets.SystemRandom()

@@ -37,7 +37,8 @@ LOG_LIMIT = 32_000
 TIMING = {
     "warmup_calls": 3,
     "warmup_s": 0.1,
-    "min_calls": 30,
+    # With 5 phases: every phase, unless the time budget runs out first.
+    "min_calls": 400,
     "max_calls": 400,
     "budget_s": 1.5,
     "target_median_ci": 0.0025,
@@ -49,8 +50,10 @@ TIMING = {
     # stamp after the call), not its CUDA events; 0: the events.
     "window_stamps": 0,
     # Timing phases a workload's calls are split into (up to max_calls /
-    # phases calls each), each with new models and a warm-up of its own.
-    "phases": 1,
+    # phases calls each), each with new models and a warm-up of its own:
+    # a phase draws a state that moves a short call by about 1 µs, so the
+    # figure pools five of them (docs/benchmarks.md, series 8).
+    "phases": 5,
 }
 
 

@@ -138,6 +138,13 @@ class Measurement:
     ref_deciles: tuple[float, ...] = ()
     # Per call over a back-to-back batch without flushes: includes launch overhead.
     back_to_back_ms: float | None = None
+    # The launch covers (µs) of the last timing phase, sized to how long the
+    # host takes to queue each side's call, and the timed calls whose
+    # queueing outlasted their cover (their times may hold host time).
+    cover_us: float | None = None
+    ref_cover_us: float | None = None
+    host_bound_calls: int = 0
+    ref_host_bound_calls: int = 0
 
     @property
     def speedup(self) -> float:

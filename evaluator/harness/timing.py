@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import math
 import statistics
+import time
 from collections.abc import Sequence
 
 import torch
@@ -37,6 +38,7 @@ _stream_synchronize = torch.cuda.Stream.synchronize
 _empty_cache = torch.cuda.empty_cache
 _zero = torch.Tensor.zero_
 _tolist = torch.Tensor.tolist
+_perf_counter = time.perf_counter
 
 
 def event() -> torch.cuda.Event:
@@ -81,6 +83,22 @@ def release_cached_memory() -> None:
 # the timed call before the start event fires: the events then measure the
 # kernels, not Python launch overhead (which the back-to-back batch shows).
 LAUNCH_COVER_US = 200.0
+# A call that takes the host longer than that to queue would start its
+# kernels as the host queues them, and its events would time the host. So
+# each timing phase sizes the cover to the calls it covers: twice the median
+# time the host took to queue a warm-up call, plus this, and never past the
+# ceiling (a call that slow to queue is timed with its host time, and the
+# calls whose queueing outlasted their cover are counted in the verdict).
+COVER_MARGIN_US = 100.0
+MAX_COVER_US = 20_000.0
+
+
+def cover_for(queue_us: Sequence[float]) -> float:
+    """The cover, in µs, for calls the host queued in `queue_us` each (warm-up calls)."""
+    if not queue_us:
+        return LAUNCH_COVER_US
+    wanted = 2.0 * statistics.median(queue_us) + COVER_MARGIN_US
+    return min(max(LAUNCH_COVER_US, wanted), MAX_COVER_US)
 
 
 class L2Flusher:
@@ -103,6 +121,8 @@ class L2Flusher:
         self.buffer = torch.zeros(-(-size // 16) * 16, dtype=torch.uint8, device=device)
         self._cudart = _load_cudart()
         self.cover_us = LAUNCH_COVER_US
+        # How long the host took to queue the last timed call after its cover (timed_call).
+        self.queue_us = 0.0
         self.reads = reads
         ptx = reading() if reads else PTX
         self.cover, self.cover_problem = Cover.load(device, stamping(ptx) if stamps else ptx)
@@ -194,13 +214,17 @@ def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, obje
     Returns the (start, end) events and the call's output, once the current
     stream (only) has finished. A stamping flusher's end stamp is queued
     between the call and the end event; `flusher.window_ms()` reads the window.
+    `flusher.queue_us` is how long the host took from the cover to the end
+    event: past `flusher.cover_us`, the GPU may have waited for the host.
     """
     start, end = event(), event()
     flusher.flush()
+    queued = _perf_counter()
     record(start)
     out = model(*inputs)
     flusher.mark_end()
     record(end)
+    flusher.queue_us = (_perf_counter() - queued) * 1e6
     stream_synchronize()
     return (start, end), out
 

@@ -63,6 +63,18 @@ def checks(seen):
     return sorted({f["check"] for f in seen.flags})
 
 
+def test_the_launch_covers_and_host_bound_calls_reach_the_measurement(reference):
+    seen = observe(reference)
+    seen.timings[SPEC.name] |= {
+        "cover_us": {"sub": 450.0, "ref": 200.0},
+        "host_bound": {"sub": 3, "ref": 0},
+    }
+    measurement, _, failure = run_judge(reference, seen)
+    assert failure == "" and seen.flags == []
+    assert (measurement.cover_us, measurement.ref_cover_us) == (450.0, 200.0)
+    assert (measurement.host_bound_calls, measurement.ref_host_bound_calls) == (3, 0)
+
+
 def test_honest_timed_calls_give_a_measurement_and_no_flag(reference):
     seen = observe(reference)
     measurement, extra, failure = run_judge(reference, seen)
@@ -222,6 +234,9 @@ def test_a_crash_under_bubblewrap_names_its_signal():
         {"sub_stamp_ms": [None] * 20},
         {"prints": [{"seed": "one", "fp": []}]},
         {"batch_prints": 7},
+        {"cover_us": {"sub": "long", "ref": 200.0}},
+        {"host_bound": {"sub": -1, "ref": 0}},
+        {"host_bound": [0, 0]},
         "batch with no calls",
         "cold start not a number",
     ],

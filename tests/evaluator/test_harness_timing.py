@@ -151,34 +151,104 @@ def test_a_stamped_window_runs_from_the_cover_s_release_to_the_stamp_after_the_c
 def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     # Timing setting phases=3: the calls are one series, but every third of
     # them starts with new models and a warm-up of its own (Child._phase).
+    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
+    phases, sent = [], []
+    covers = {"sub": 250.0, "ref": 200.0}
+    cfg = {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0}
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c: (phases.append(len(sent)), ("sub", "ref", covers))[1]
+    )
+
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    assert len(phases) == 3
+    [(event, fields)] = sent
+    assert event == "timing" and len(fields["sub_ms"]) == len(fields["ref_ms"]) == 6
+    assert fields["cover_us"] == covers
+
+
+def _fake_flusher(**fields) -> SimpleNamespace:
+    return SimpleNamespace(
+        persisting_l2_bytes=lambda: 0,
+        resets_persisting_lines=False,
+        describe=lambda: {},
+        stamps=False,
+        cover_us=200.0,
+        queue_us=0.0,
+        **fields,
+    )
+
+
+def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase) -> Child:
     from evaluator.harness import honesty
 
-    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
     monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
     monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed: [])
     monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
-    phases, sent = [], []
     child = Child.__new__(Child)
-    child.job = {
-        "fingerprint_seed": 0,
-        "timing": {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0},
-    }
+    child.job = {"fingerprint_seed": 0, "timing": timing_cfg}
     child.device = torch.device("cpu")
     child.l2_reported = child.escape_reported = False
     child.chan = SimpleNamespace(send=lambda event, **fields: sent.append((event, fields)))
     child.inputs = lambda params, seed: []
     child.sync = lambda: None
     child._batch = lambda *args: []
-    child._phase = lambda workload, cfg: (phases.append(len(sent)), ("sub", "ref"))[1]
-    flusher = SimpleNamespace(
-        persisting_l2_bytes=lambda: 0,
-        resets_persisting_lines=False,
-        describe=lambda: {},
-        stamps=False,
-    )
-    workload = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
+    child._phase = phase
+    return child
 
-    assert child.time_workload(workload, flusher)
-    assert len(phases) == 3
-    [(event, fields)] = sent
-    assert event == "timing" and len(fields["sub_ms"]) == len(fields["ref_ms"]) == 6
+
+WORKLOAD = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
+
+
+def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypatch):
+    # Stable from the first call, at least 4 calls, phases of 3: it stops after
+    # the second phase (call 6), not at call 4 or 5, so every phase weighs the same.
+    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
+    monkeypatch.setattr(Child, "_stable", staticmethod(lambda sub, ref, cfg: True))
+    sent: list = []
+    cfg = {"phases": 3, "min_calls": 4, "max_calls": 9, "budget_s": 60.0}
+    child = _fake_child(monkeypatch, cfg, sent, lambda w, c: ("sub", "ref", {"sub": 1, "ref": 1}))
+
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    [(_, fields)] = sent
+    assert len(fields["sub_ms"]) == 6
+
+
+def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
+    # The submission's calls take the host 900 µs to queue against a cover
+    # of 250 µs: its events may time the host, and the report says how often.
+    def timed_call(model, inputs, flusher):
+        flusher.queue_us = 900.0 if model == "sub" else 50.0
+        return (0.0, 1.0), ()
+
+    monkeypatch.setattr(timing, "timed_call", timed_call)
+    sent: list = []
+    cfg = {"phases": 1, "min_calls": 4, "max_calls": 4, "budget_s": 60.0}
+    covers = {"sub": 250.0, "ref": 200.0}
+    child = _fake_child(monkeypatch, cfg, sent, lambda w, c: ("sub", "ref", covers))
+    flusher = _fake_flusher()
+
+    assert child.time_workload(WORKLOAD, flusher)
+    [(_, fields)] = sent
+    assert fields["host_bound"] == {"sub": 4, "ref": 0}
+    assert fields["cover_us"] == covers
+
+
+def test_the_cover_is_sized_to_the_host_s_queueing_of_the_call():
+    assert timing.cover_for([]) == timing.LAUNCH_COVER_US
+    assert timing.cover_for([20.0, 30.0, 25.0]) == timing.LAUNCH_COVER_US  # 150 µs: the floor
+    assert timing.cover_for([230.0, 210.0, 5000.0]) == pytest.approx(2 * 230.0 + 100.0)
+    assert timing.cover_for([1e6]) == timing.MAX_COVER_US
+
+
+def test_a_timed_call_records_how_long_the_host_took_to_queue_it(monkeypatch):
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: object())
+    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
+    monkeypatch.setattr(timing, "_current_stream", lambda: None)
+    clock = iter([10.0, 10.000_75])
+    monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
+    flusher = StubFlusher()
+
+    timing.timed_call(lambda: None, (), flusher)
+
+    assert flusher.queue_us == pytest.approx(750.0)
