@@ -89,6 +89,11 @@ def print_verdict(task: str, label: str, v: dict) -> None:
                 f"ref {w['ref_median_ms'] * 1e3:10.1f} us  x{w['speedup']:.2f}  "
                 f"SOL {w['sol_fraction'] or 0:.0%}  cold {t['cold_start_ms']:.0f} ms"
             )
+            if t.get("cover_us"):
+                print(
+                    f"    {'':<30} covers {t['cover_us']:.0f} / {t['ref_cover_us']:.0f} us, "
+                    f"host-bound calls {t['host_bound_calls']} / {t['ref_host_bound_calls']}"
+                )
         elif w["status"] != "correct":
             print(f"    {w['name']:<30} {w['status']:<10} {w['message'][:150]}")
 

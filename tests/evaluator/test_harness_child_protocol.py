@@ -18,6 +18,7 @@ import pytest
 from evaluator.harness import judge, orchestrate, protocol
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
+from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,6 +90,10 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     for name, timing in seen.timings.items():
         assert timing["sub_ms"] and timing["ref_ms"] and timing["prints"]
         assert seen.batches[name]["calls"] >= 2
+        # Each side's cover, sized from its warm-up, and its host-bound calls.
+        for who in ("sub", "ref"):
+            assert LAUNCH_COVER_US <= timing["cover_us"][who] <= MAX_COVER_US
+            assert 0 <= timing["host_bound"][who] <= len(timing[f"{who}_ms"])
 
 
 def test_with_window_stamps_every_timed_call_reports_its_stamped_window(tmp_path):

@@ -192,6 +192,14 @@ def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     assert "status.js" not in body, "no polling once finished"
 
 
+def test_detail_says_when_timed_calls_were_queued_slower_than_their_cover(client, finished):
+    row = finished.results.get(name="bf16_8192x1024")
+    row.timing = {"calls": 400, "host_bound_calls": 12, "cover_us": 480.0}
+    row.save()
+    body = _detail(client, finished.submission).content.decode()
+    assert "12 of 400 timed calls took the host longer to queue than their launch cover" in body
+
+
 def test_detail_hides_hidden_workload_names_from_non_staff(client, finished):
     body = _detail(client, finished.submission).content.decode()
     assert "hidden_fp32_333x70001" not in body
