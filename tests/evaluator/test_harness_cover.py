@@ -44,15 +44,19 @@ def test_the_cover_assembles_small_enough_for_four_blocks_an_sm(tmp_path, arch):
 CUOBJDUMP = PTXAS.with_name("cuobjdump")
 
 
-def _flush_accesses(tmp_path: Path, ptx: str) -> list[str]:
-    """The 128-bit global loads and stores of the cover's SASS for sm_90."""
+def _sass(tmp_path: Path, ptx: str) -> str:
+    """The SASS that ptxas makes of `ptx` for sm_90, as cuobjdump prints it."""
     source, cubin = tmp_path / "cover.ptx", tmp_path / "cover.cubin"
     source.write_text(ptx)
     subprocess.run([str(PTXAS), "-arch=sm_90", str(source), "-o", str(cubin)], check=True)
-    sass = subprocess.run(
+    return subprocess.run(
         [str(CUOBJDUMP), "-sass", str(cubin)], capture_output=True, text=True, check=True
     ).stdout
-    return re.findall(r"\b(LDG|STG)\.E\.128\b", sass)
+
+
+def _flush_accesses(tmp_path: Path, ptx: str) -> list[str]:
+    """The 128-bit global loads and stores of the cover's SASS for sm_90."""
+    return re.findall(r"\b(LDG|STG)\.E\.128\b", _sass(tmp_path, ptx))
 
 
 @pytest.mark.skipif(not CUOBJDUMP.is_file(), reason="needs Triton's ptxas and cuobjdump")
@@ -109,12 +113,7 @@ def test_the_stamping_variants_assemble_small_enough(tmp_path, variant):
 @pytest.mark.skipif(not CUOBJDUMP.is_file(), reason="needs Triton's ptxas and cuobjdump")
 def test_the_stamping_cover_reads_the_timer_once_more_and_stores_it(tmp_path):
     def timer_reads_and_64_bit_stores(ptx: str) -> tuple[int, int]:
-        source, cubin = tmp_path / "cover.ptx", tmp_path / "cover.cubin"
-        source.write_text(ptx)
-        subprocess.run([str(PTXAS), "-arch=sm_90", str(source), "-o", str(cubin)], check=True)
-        sass = subprocess.run(
-            [str(CUOBJDUMP), "-sass", str(cubin)], capture_output=True, text=True, check=True
-        ).stdout
+        sass = _sass(tmp_path, ptx)
         return sass.count("SR_GLOBALTIMER"), len(re.findall(r"\bSTG\.E\.64\b", sass))
 
     plain, stamped = (
