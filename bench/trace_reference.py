@@ -70,16 +70,17 @@ def child_run(task: str) -> None:
 
     spec = load_task(DEFAULT_CATALOG_DIR / task)
     folder = Path(tempfile.mkdtemp(prefix="d2k-trace-"))
+    settings = orchestrate.timing_settings(
+        {"window_stamps": 1, "min_calls": 120, "max_calls": 120, "budget_s": 60.0}
+    )
     job = {
         "mode": "cuda",
         "reference": str(DEFAULT_CATALOG_DIR / task / "reference.py"),
         "submission": str(DEFAULT_CATALOG_DIR / task / "expert.py"),
         "out_dir": str(folder / "out"),
         "inplace": spec.inplace,
-        "timing": orchestrate.timing_settings(
-            {"window_stamps": 1, "min_calls": 120, "max_calls": 120, "budget_s": 60.0}
-        ),
-        **orchestrate._plan(spec, spec.workloads_for(Mode.CUDA), Mode.CUDA),
+        "timing": settings,
+        **orchestrate._plan(spec, spec.workloads_for(Mode.CUDA), Mode.CUDA, settings),
     }
     traces: dict[str, list] = {}
     timed = Child.time_workload

@@ -201,8 +201,11 @@ class Child:
         name, params, cfg = workload["name"], workload["params"], self.job["timing"]
         sub_seed, ref_seed = workload["timing_seed"], workload["ref_timing_seed"]
         fp_seed = self.job["fingerprint_seed"]
+        # Untimed calls at secret places among the timed ones (_audit_call).
+        audits = sorted(workload.get("audits", []), key=lambda audit: audit["after_call"])
+        audit_prints: list[dict] = []
         try:
-            sub, ref, covers = self._phase(workload, cfg)
+            sub, ref, covers = self._phase(workload, cfg, first=True)
             phases = max(cfg.get("phases", 1), 1)
             per_phase = -(-cfg["max_calls"] // phases)
             sub_events, ref_events, prints = [], [], []
@@ -215,7 +218,7 @@ class Child:
                 call += 1
                 if call > 1 and (call - 1) % per_phase == 0:
                     del sub, ref
-                    sub, ref, covers = self._phase(workload, cfg)
+                    sub, ref, covers = self._phase(workload, cfg, first=False)
                 # Alternate the order each iteration so drift cancels.
                 order = ("ref", "sub") if call % 2 else ("sub", "ref")
                 for who in order:
@@ -252,15 +255,23 @@ class Child:
                         self.chan.send("escaped", workload=name, call=call)
                     del out
                 self.sync()
+                while audits and audits[0]["after_call"] <= call:
+                    flusher.cover_us = covers["sub"]
+                    audit_prints.append(self._audit_call(sub, params, audits.pop(0), flusher))
                 if call >= cfg["max_calls"]:
                     break
-                if call >= cfg["min_calls"]:
-                    if _perf_counter() - started > cfg["budget_s"]:
-                        break
-                    # With phases, only whole ones: each phase weighs the same.
-                    boundary = call % per_phase == 0 if phases > 1 else call % 5 == 0
-                    if boundary and self._stable(sub_events, ref_events, cfg):
-                        break
+                # Stops come only at the end of a phase, so every phase weighs the same.
+                boundary = call % per_phase == 0 if phases > 1 else call % 5 == 0
+                if not boundary:
+                    continue
+                if _perf_counter() - started > cfg["budget_s"]:
+                    break
+                if call >= cfg["min_calls"] and self._stable(sub_events, ref_events, cfg):
+                    break
+            # Audits placed after the last call the budget allowed still run.
+            while audits:
+                flusher.cover_us = covers["sub"]
+                audit_prints.append(self._audit_call(sub, params, audits.pop(0), flusher))
             sub_ms = [timing.elapsed_ms(a, b) for a, b in sub_events]
             ref_ms = [timing.elapsed_ms(a, b) for a, b in ref_events]
             batch = self._batch(name, sub, params, sub_seed + 10_000_000, sub_ms, cfg)
@@ -277,6 +288,7 @@ class Child:
             ref_ms=ref_ms,
             prints=prints,
             batch_prints=batch,
+            audit_prints=audit_prints,
             l2_persist_reset=flusher.resets_persisting_lines,
             cover=flusher.describe(),
             cover_us=covers,
@@ -289,11 +301,14 @@ class Child:
         )
         return True
 
-    def _phase(self, workload: dict, cfg: dict) -> tuple:
+    def _phase(self, workload: dict, cfg: dict, *, first: bool) -> tuple:
         """A timing phase's start: the allocator's cache released, new models, a warm-up.
 
         Returns the models and each one's launch cover (µs), sized to how long
-        the host took to queue its warm-up calls (timing.cover_for).
+        the host took to queue its warm-up calls (timing.cover_for). The first
+        phase of a workload warms up for at least `warmup_s` as well as
+        `warmup_calls`; the next ones follow it at once, with the GPU's clocks
+        already up, and warm up for `warmup_calls` only.
         """
         params = workload["params"]
         timing.release_cached_memory()
@@ -303,10 +318,9 @@ class Child:
         # (their host time is the cold start); these are plain warm-ups,
         # kept up long enough for the GPU to leave its idle clocks.
         queue_us: dict[str, list[float]] = {"sub": [], "ref": []}
+        warmup_s = cfg["warmup_s"] if first else 0.0
         warm_started, warm_calls = _perf_counter(), 0
-        while warm_calls < cfg["warmup_calls"] or (
-            _perf_counter() - warm_started < cfg["warmup_s"]
-        ):
+        while warm_calls < cfg["warmup_calls"] or (_perf_counter() - warm_started < warmup_s):
             warm_calls += 1
             for who, model, seed in (
                 ("ref", ref, workload["ref_timing_seed"]),
@@ -319,6 +333,32 @@ class Child:
                 queue_us[who].append((_perf_counter() - queued) * 1e6)
             self.sync()
         return sub, ref, {who: timing.cover_for(times) for who, times in queue_us.items()}
+
+    def _audit_call(self, sub, params: dict, audit: dict, flusher: timing.L2Flusher) -> dict:
+        """An untimed call made exactly as a timed one, whose inputs are written late.
+
+        Before the cover, the call's input tensors hold another seed's inputs
+        (a decoy); their real values are copied in on the caller's stream
+        after the cover, just before the start event. Work that waits for the
+        caller's stream, as CUDA's stream order requires, reads the real
+        inputs. Work that starts on a stream of its own without waiting, as
+        the cover releases the GPU (case 4b), reads the decoy, and the
+        output, checked against the reference by the parent, is wrong.
+        """
+        inputs = self.inputs(params, audit["seed"])
+        staged = [(x, x.clone()) for x in inputs if torch.is_tensor(x)]
+        decoy = self.inputs(params, audit["decoy_seed"])
+        for x, other in zip(inputs, decoy, strict=True):
+            if torch.is_tensor(x) and torch.is_tensor(other) and x.shape == other.shape:
+                x.copy_(other)
+        del decoy
+        honesty.poison_allocator(self.device, _bytes_of(inputs))
+        _, out = timing.timed_call(sub, inputs, flusher, staged=staged)
+        self.sync()
+        fp = timing.fingerprint(
+            as_tuple(out), seed=self.job["fingerprint_seed"], samples=timing.AUDIT_SAMPLES
+        )
+        return {"seed": audit["seed"], "fp": fp}
 
     @staticmethod
     def _stable(sub_events, ref_events, cfg) -> bool:

@@ -15,7 +15,7 @@ import torch
 from .compare import Comparison, compare_tensor, dtype_name
 from .protocol import Observed, flag
 from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
-from .timing import fingerprint, summarize
+from .timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint, summarize
 from .workload import as_tuple, load_module, make_inputs, make_model
 
 SAMPLED_TIMED_CALLS = 6
@@ -39,6 +39,11 @@ SOL_FLOOR_MARGIN = 0.75
 # H200 it is 0.35-0.45 µs longer than the events of an honest call. Much
 # shorter means the stamps were written to, not measured.
 STAMP_SHORTFALL_RATIO = 0.98
+AUDIT_FAILURE = (
+    "the output of an audit call differs from the reference: its inputs were written on the "
+    "caller's stream just before the call, so work that did not wait for that stream (a side "
+    "stream started ahead of the call) read stale inputs"
+)
 STAMP_SHORTFALL_MS = 0.0005
 
 
@@ -183,8 +188,13 @@ def _times(msg: dict, key: str, *, required: bool = True) -> list[float] | None:
     return times if all(math.isfinite(t) for t in times) else None
 
 
-def _malformed_extras(msg: dict, batch: dict | None, outputs: list | None) -> list[str]:
-    """The parts of a workload's report, besides its times, the judge cannot read."""
+def _malformed_extras(
+    msg: dict, batch: dict | None, outputs: list | None, audits: list[dict]
+) -> list[str]:
+    """The parts of a workload's report, besides its times, the judge cannot read.
+
+    The audit calls are the plan's: one report each, with the planned seeds in order.
+    """
 
     def number(value: object) -> bool:
         return isinstance(value, int | float) and math.isfinite(value) and value >= 0
@@ -199,6 +209,9 @@ def _malformed_extras(msg: dict, batch: dict | None, outputs: list | None) -> li
         return isinstance(value, dict) and all(number(value.get(who)) for who in ("sub", "ref"))
 
     bad = [key for key in ("prints", "batch_prints") if not samples(msg.get(key, []))]
+    audited = msg.get("audit_prints", [])
+    if not samples(audited) or [a["seed"] for a in audited] != [a["seed"] for a in audits]:
+        bad.append("audit_prints")
     bad += [key for key in ("cover_us", "host_bound") if key in msg and not per_side(msg[key])]
     if batch is not None:
         calls = batch.get("calls")
@@ -226,7 +239,9 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
     if stamping:
         times |= {key: _times(msg, key, required=False) for key in ("sub_stamp_ms", "ref_stamp_ms")}
     malformed = sorted(key for key, value in times.items() if value is None)
-    malformed += _malformed_extras(msg, seen.batches.get(spec.name), seen.outputs.get(spec.name))
+    malformed += _malformed_extras(
+        msg, seen.batches.get(spec.name), seen.outputs.get(spec.name), entry.get("audits", [])
+    )
     if malformed:
         seen.flags.append(
             flag("result_channel", f"{spec.name}: malformed timing report ({', '.join(malformed)})")
@@ -281,6 +296,11 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
                     "computed on every call from that call's inputs)"
                 ),
             )
+    # Every audit call is checked: one wrong answer is the finding.
+    for item in msg.get("audit_prints", []):
+        expected = reference.outputs(spec.params, int(item["seed"]), entry["seeds"][0])
+        if not _fingerprint_matches(item["fp"], expected, fp_seed, task, AUDIT_SAMPLES):
+            return measurement, {}, AUDIT_FAILURE
     if batch:
         host, device = float(batch["host_ms"]), float(batch["event_ms"])
         if host > device * BATCH_SLACK_RATIO + BATCH_SLACK_MS:
@@ -356,11 +376,14 @@ def _deciles(times: list[float]) -> list[float]:
     return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1) / 10))] for q in range(11)]
 
 
-def _fingerprint_matches(prints: list[dict], expected: tuple, fp_seed: int, task) -> bool:
+def _fingerprint_matches(
+    prints: list[dict], expected: tuple, fp_seed: int, task, samples: int = FINGERPRINT_SAMPLES
+) -> bool:
     """Do the sampled values of a timed call's outputs match the reference's, within tolerance?"""
     if len(prints) != len(expected):
         return False
-    for got, ref, want in zip(prints, expected, fingerprint(expected, seed=fp_seed), strict=True):
+    wanted = fingerprint(expected, seed=fp_seed, samples=samples)
+    for got, ref, want in zip(prints, expected, wanted, strict=True):
         if got.get("numel") != want["numel"] or got.get("nonfinite") != want["nonfinite"]:
             return False
         try:

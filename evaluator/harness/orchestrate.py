@@ -37,7 +37,8 @@ LOG_LIMIT = 32_000
 TIMING = {
     "warmup_calls": 3,
     "warmup_s": 0.1,
-    # With 5 phases: every phase, unless the time budget runs out first.
+    # Every phase, unless the time budget runs out first (checked at the end
+    # of each phase, whatever the count).
     "min_calls": 400,
     "max_calls": 400,
     "budget_s": 1.5,
@@ -52,9 +53,13 @@ TIMING = {
     # Timing phases a workload's calls are split into (up to max_calls /
     # phases calls each), each with new models and a warm-up of its own:
     # a phase draws a state that moves a short call by about 1 µs, so the
-    # figure pools five of them (docs/benchmarks.md, series 8).
-    "phases": 5,
+    # figure pools forty of them (docs/benchmarks.md, series 8 and 9).
+    "phases": 40,
 }
+# Untimed audit calls per timed workload, at secret places among its timed
+# calls: their inputs are written on the caller's stream after the launch
+# cover (Child._audit_call), and every one is checked against the reference.
+AUDIT_CALLS = 4
 
 
 def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, float]:
@@ -116,7 +121,7 @@ def evaluate(
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
     try:
-        plan = _plan(task, workloads, mode)
+        plan = _plan(task, workloads, mode, settings)
         monitor = environment.GpuMonitor()
         with monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes)
@@ -208,7 +213,9 @@ def _decide(
     return Status.CORRECT, f"correct on all {len(results)} workloads"
 
 
-def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> dict[str, Any]:
+def _plan(
+    task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode, settings: dict
+) -> dict[str, Any]:
     def seed() -> int:
         return secrets.randbits(62)
 
@@ -222,10 +229,25 @@ def _plan(task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode) -> di
                 "timed": mode is Mode.CUDA and w.role == "timed",
                 "timing_seed": seed(),
                 "ref_timing_seed": seed(),
+                "audits": (
+                    audit_plan(int(settings["max_calls"]))
+                    if mode is Mode.CUDA and w.role == "timed"
+                    else []
+                ),
             }
             for w in workloads
         ],
     }
+
+
+def audit_plan(max_calls: int) -> list[dict[str, int]]:
+    """AUDIT_CALLS audit calls, each after a secret timed call, with secret seeds of their own."""
+    calls = max(max_calls, 1)
+    places = secrets.SystemRandom().sample(range(1, calls + 1), min(AUDIT_CALLS, calls))
+    return [
+        {"after_call": place, "seed": secrets.randbits(62), "decoy_seed": secrets.randbits(62)}
+        for place in sorted(places)
+    ]
 
 
 def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes):

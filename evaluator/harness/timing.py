@@ -37,6 +37,7 @@ _current_stream = torch.cuda.current_stream
 _stream_synchronize = torch.cuda.Stream.synchronize
 _empty_cache = torch.cuda.empty_cache
 _zero = torch.Tensor.zero_
+_copy = torch.Tensor.copy_
 _tolist = torch.Tensor.tolist
 _perf_counter = time.perf_counter
 
@@ -208,7 +209,9 @@ class L2Flusher:
         return int(value.value)
 
 
-def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, object]:
+def timed_call(
+    model, inputs: Sequence, flusher: L2Flusher, staged: Sequence[tuple] = ()
+) -> tuple[tuple, object]:
     """One timed call: flush and cover, then the call between two events on the current stream.
 
     Returns the (start, end) events and the call's output, once the current
@@ -216,10 +219,15 @@ def timed_call(model, inputs: Sequence, flusher: L2Flusher) -> tuple[tuple, obje
     between the call and the end event; `flusher.window_ms()` reads the window.
     `flusher.queue_us` is how long the host took from the cover to the end
     event: past `flusher.cover_us`, the GPU may have waited for the host.
+    `staged` holds (destination, source) tensor pairs copied on the current
+    stream after the cover, before the start event: an audit call's inputs,
+    which are then written only once the GPU is released (Child._audit_call).
     """
     start, end = event(), event()
     flusher.flush()
     queued = _perf_counter()
+    for destination, source in staged:
+        _copy(destination, source)
     record(start)
     out = model(*inputs)
     flusher.mark_end()
@@ -266,16 +274,23 @@ def _load_cudart() -> ctypes.CDLL | None:
 
 
 FINGERPRINT_SAMPLES = 32
+# An audit call (Child._audit_call) is sampled more densely: the part of a
+# call that ran ahead of its inputs may be a small share of the output.
+AUDIT_SAMPLES = 1024
 
 
-def sample_positions(numel: int, *, seed: int, device: torch.device) -> torch.Tensor:
+def sample_positions(
+    numel: int, *, seed: int, device: torch.device, samples: int = FINGERPRINT_SAMPLES
+) -> torch.Tensor:
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
-    count = min(FINGERPRINT_SAMPLES, numel)
+    count = min(samples, numel)
     return torch.randint(0, max(numel, 1), (count,), generator=generator, device=device)
 
 
-def fingerprint(outputs: Sequence[torch.Tensor], *, seed: int) -> list[dict]:
+def fingerprint(
+    outputs: Sequence[torch.Tensor], *, seed: int, samples: int = FINGERPRINT_SAMPLES
+) -> list[dict]:
     """A few values of each output at secret positions, and its count of non-finite values.
 
     Cheap to take after every timed call, and a stale, skipped or half-done
@@ -284,7 +299,9 @@ def fingerprint(outputs: Sequence[torch.Tensor], *, seed: int) -> list[dict]:
     prints = []
     for index, out in enumerate(outputs):
         flat = out.detach().reshape(-1)
-        positions = sample_positions(flat.numel(), seed=seed + index, device=flat.device)
+        positions = sample_positions(
+            flat.numel(), seed=seed + index, device=flat.device, samples=samples
+        )
         values = flat[positions]
         floating = flat.is_floating_point() or flat.is_complex()
         nonfinite = int((~torch.isfinite(flat)).sum().item()) if floating else 0

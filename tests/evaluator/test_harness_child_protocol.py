@@ -18,7 +18,12 @@ import pytest
 from evaluator.harness import judge, orchestrate, protocol
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
-from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
+from evaluator.harness.timing import (
+    AUDIT_SAMPLES,
+    FINGERPRINT_SAMPLES,
+    LAUNCH_COVER_US,
+    MAX_COVER_US,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,9 +34,10 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
     """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log)."""
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
-    plan = orchestrate._plan(task, checks, Mode.CUDA)
+    plan = orchestrate._plan(task, checks, Mode.CUDA, orchestrate.TIMING)
     for workload in plan["workloads"]:
         workload["timed"] = True
+        workload["audits"] = orchestrate.audit_plan(4)
     job = {
         "mode": "cuda",
         "device": "cpu",
@@ -110,7 +116,7 @@ def test_with_window_stamps_every_timed_call_reports_its_stamped_window(tmp_path
 def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     # On the H200 the rotary expert (in place) once came back incorrect: the
     # batch's untimed warm-up pass rotated the inputs that the timed pass then
-    # rotated again. Every timed and batch output must match its own inputs.
+    # rotated again. Every timed, batch and audit output must match its own inputs.
     expert = DEFAULT_CATALOG_DIR / "rotary_embedding" / "expert.py"
     task, plan, seen, log = run_child_with_fake_cuda(tmp_path, "rotary_embedding", expert)
     assert task.inplace
@@ -119,9 +125,14 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     for entry in plan["workloads"]:
         timing = seen.timings[entry["name"]]
         params = next(w for w in task.workloads if w.name == entry["name"]).params
-        for item in timing["prints"] + timing["batch_prints"]:
+        assert [a["seed"] for a in timing["audit_prints"]] == [a["seed"] for a in entry["audits"]]
+        timed = timing["prints"] + timing["batch_prints"]
+        sampled = [(item, FINGERPRINT_SAMPLES) for item in timed]
+        sampled += [(item, AUDIT_SAMPLES) for item in timing["audit_prints"]]
+        for item, samples in sampled:
             expected = reference.outputs(params, int(item["seed"]), entry["seeds"][0])
-            assert judge._fingerprint_matches(item["fp"], expected, plan["fingerprint_seed"], task)
+            fp_seed = plan["fingerprint_seed"]
+            assert judge._fingerprint_matches(item["fp"], expected, fp_seed, task, samples)
 
 
 def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):

@@ -14,7 +14,7 @@ from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.protocol import Observed
 from evaluator.harness.sandbox import ChildRun
 from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
-from evaluator.harness.timing import fingerprint
+from evaluator.harness.timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 
 TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
 SPEC = dataclasses.replace(TASK.workloads_for(Mode.INTERPRET)[0], bytes=1e9, flops=0.0)
@@ -27,12 +27,12 @@ def reference():
     return judge_module._Reference(TASK, Mode.INTERPRET)
 
 
-def prints_for(reference, seeds, *, answer_seed=None):
+def prints_for(reference, seeds, *, answer_seed=None, samples=FINGERPRINT_SAMPLES):
     """Fingerprints of honest outputs (or of another seed's output, for a stale kernel)."""
     out = []
     for seed in seeds:
         expected = reference.outputs(SPEC.params, answer_seed or seed, MODEL_SEED)
-        out.append({"seed": seed, "fp": fingerprint(expected, seed=FP_SEED)})
+        out.append({"seed": seed, "fp": fingerprint(expected, seed=FP_SEED, samples=samples)})
     return out
 
 
@@ -113,6 +113,44 @@ def test_a_time_below_the_speed_of_light_floor_is_flagged(reference):
     seen = observe(reference)
     run_judge(reference, seen, spec=dataclasses.replace(SPEC, bytes=1e10))  # floor 2.5 ms
     assert "faster_than_light" in checks(seen)
+
+
+def audited_judge(reference, audit_prints, planned_seeds=(300, 301)):
+    seen = observe(reference)
+    seen.timings[SPEC.name]["audit_prints"] = audit_prints
+    entry = {
+        "name": SPEC.name,
+        "seeds": [MODEL_SEED],
+        "timed": True,
+        "audits": [{"after_call": 3, "seed": seed, "decoy_seed": 1} for seed in planned_seeds],
+    }
+    return seen, judge_module._judge_timing(TASK, SPEC, entry, seen, reference, FP_SEED, CEILINGS)
+
+
+def test_audit_calls_that_read_their_own_inputs_pass(reference):
+    audited = prints_for(reference, (300, 301), samples=AUDIT_SAMPLES)
+    seen, (measurement, _, failure) = audited_judge(reference, audited)
+    assert failure == "" and seen.flags == [] and measurement.speedup == pytest.approx(2.0)
+
+
+def test_an_audit_call_that_read_the_decoy_inputs_makes_the_workload_incorrect(reference):
+    # Case 4b under an audit: the part run ahead on its own stream read the
+    # inputs the call's tensors held before the cover (another seed's).
+    honest = prints_for(reference, (300,), samples=AUDIT_SAMPLES)
+    ahead = prints_for(reference, (301,), answer_seed=1, samples=AUDIT_SAMPLES)
+    seen, (_, _, failure) = audited_judge(reference, honest + ahead)
+    assert failure == judge_module.AUDIT_FAILURE and seen.flags == []
+
+
+@pytest.mark.parametrize(
+    "audit_prints",
+    [[], [{"seed": 301, "fp": []}, {"seed": 300, "fp": []}], "skipped"],
+    ids=["missing", "out of order", "not a list"],
+)
+def test_audit_calls_not_made_as_planned_are_a_malformed_report(reference, audit_prints):
+    seen, (measurement, _, failure) = audited_judge(reference, audit_prints)
+    assert measurement is None and "malformed" in failure
+    assert checks(seen) == ["result_channel"]
 
 
 STAMPED = {**CEILINGS, "timing_settings": {"window_stamps": 1}}

@@ -156,11 +156,14 @@ def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     covers = {"sub": 250.0, "ref": 200.0}
     cfg = {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0}
     child = _fake_child(
-        monkeypatch, cfg, sent, lambda w, c: (phases.append(len(sent)), ("sub", "ref", covers))[1]
+        monkeypatch,
+        cfg,
+        sent,
+        lambda w, c, first: (phases.append(first), ("sub", "ref", covers))[1],
     )
 
     assert child.time_workload(WORKLOAD, _fake_flusher())
-    assert len(phases) == 3
+    assert phases == [True, False, False]  # only the first warms up for warmup_s
     [(event, fields)] = sent
     assert event == "timing" and len(fields["sub_ms"]) == len(fields["ref_ms"]) == 6
     assert fields["cover_us"] == covers
@@ -182,7 +185,7 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase) -> Child:
     from evaluator.harness import honesty
 
     monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
-    monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed: [])
+    monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed, samples=32: [])
     monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
     child = Child.__new__(Child)
     child.job = {"fingerprint_seed": 0, "timing": timing_cfg}
@@ -206,7 +209,9 @@ def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypa
     monkeypatch.setattr(Child, "_stable", staticmethod(lambda sub, ref, cfg: True))
     sent: list = []
     cfg = {"phases": 3, "min_calls": 4, "max_calls": 9, "budget_s": 60.0}
-    child = _fake_child(monkeypatch, cfg, sent, lambda w, c: ("sub", "ref", {"sub": 1, "ref": 1}))
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
+    )
 
     assert child.time_workload(WORKLOAD, _fake_flusher())
     [(_, fields)] = sent
@@ -224,7 +229,7 @@ def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
     sent: list = []
     cfg = {"phases": 1, "min_calls": 4, "max_calls": 4, "budget_s": 60.0}
     covers = {"sub": 250.0, "ref": 200.0}
-    child = _fake_child(monkeypatch, cfg, sent, lambda w, c: ("sub", "ref", covers))
+    child = _fake_child(monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", covers))
     flusher = _fake_flusher()
 
     assert child.time_workload(WORKLOAD, flusher)
@@ -252,3 +257,79 @@ def test_a_timed_call_records_how_long_the_host_took_to_queue_it(monkeypatch):
     timing.timed_call(lambda: None, (), flusher)
 
     assert flusher.queue_us == pytest.approx(750.0)
+
+
+def test_the_time_budget_ends_timing_at_the_end_of_a_phase_whatever_the_count(monkeypatch):
+    # 400 calls asked for (min_calls too), phases of 3, no time left: the
+    # budget ends it after the first whole phase.
+    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
+    sent: list = []
+    cfg = {"phases": 100, "min_calls": 300, "max_calls": 300, "budget_s": 0.0}
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
+    )
+
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    [(_, fields)] = sent
+    assert len(fields["sub_ms"]) == 3
+
+
+def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkeypatch):
+    # The audit comes after the planned timed call. Until its cover is
+    # queued, its input tensor holds the decoy seed's values; the real ones
+    # are copied in after the cover and before the start event, so the
+    # submission is called on tensors that hold them only in stream order.
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: 0.0)
+    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_current_stream", lambda: None)
+    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
+    made: dict[int, torch.Tensor] = {}
+
+    def inputs(params, seed):
+        made[seed] = torch.full((2,), float(seed))
+        return [made[seed], 3]  # a tensor and a plain number
+
+    at_flush, called = [], []
+    flusher = _fake_flusher(
+        flush=lambda: at_flush.append(made[77].tolist() if 77 in made else None),
+        mark_end=lambda: None,
+    )
+
+    def sub(x, k):
+        called.append(x.tolist())
+        return x * k
+
+    sent: list = []
+    cfg = {"phases": 1, "min_calls": 3, "max_calls": 3, "budget_s": 60.0}
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: (sub, lambda x, k: x, {"sub": 1, "ref": 1})
+    )
+    child.inputs = inputs
+    workload = {**WORKLOAD, "audits": [{"after_call": 2, "seed": 77, "decoy_seed": 5}]}
+
+    assert child.time_workload(workload, flusher)
+    [(_, fields)] = sent
+    assert fields["audit_prints"] == [{"seed": 77, "fp": []}]
+    # Timed calls 1 and 2 (seeds 2 and 3), the audit, then timed call 3.
+    assert called[:4] == [[2.0, 2.0], [3.0, 3.0], [77.0, 77.0], [4.0, 4.0]]
+    assert at_flush[4] == [5.0, 5.0]  # the decoy when the audit's cover was queued
+
+
+def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypatch):
+    monkeypatch.setattr(
+        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
+    )
+    sent: list = []
+    cfg = {"phases": 2, "min_calls": 4, "max_calls": 4, "budget_s": 0.0}
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
+    )
+    audits = [
+        {"after_call": 1, "seed": 8, "decoy_seed": 9},
+        {"after_call": 4, "seed": 6, "decoy_seed": 9},
+    ]
+
+    assert child.time_workload({**WORKLOAD, "audits": audits}, _fake_flusher())
+    [(_, fields)] = sent
+    assert len(fields["sub_ms"]) == 2
+    assert [a["seed"] for a in fields["audit_prints"]] == [8, 6]
