@@ -4,8 +4,9 @@
 
 With the exclusive cover, case 4b's side-stream kernel takes the SMs as the
 cover's blocks retire, a few microseconds before the start event is stamped
-(docs/evaluator.md, "Known gaps"). The planned defence takes the window's
-start from the cover: block 0 writes the GPU's global timer when the blocks
+(docs/evaluator.md, "Known gaps"). This experiment tried taking the window's
+start from the cover (kept as the timing setting window_stamps; since c2e2f44
+the audit calls catch 4b instead): block 0 writes the GPU's global timer when the blocks
 are released, and a one-thread kernel after the call writes it again.
 
 For the row_softmax reference, case 4b, its honest twin (the same file

@@ -11,8 +11,9 @@ any other kernel needs at least one warp slot, so nothing else can start on
 the device until the cover ends, and the start event follows it. Its blocks
 also write the flush buffer first, so the flush itself is no window either.
 What remains: a kernel already queued on another stream takes the SMs as the
-cover's blocks retire, a few microseconds before the start event is stamped
-(docs/evaluator.md, "Known gaps").
+cover's blocks retire, a few microseconds before the start event is stamped.
+Where that kernel reads the call's inputs, the audit calls catch it
+(Child._audit_call); where it reads none, see docs/evaluator.md, "Known gaps".
 
 The kernel is PTX, loaded through the CUDA driver that torch already has
 loaded (ctypes, no compiler), and launched on the caller's stream. Where that
