@@ -39,12 +39,12 @@ SOL_FLOOR_MARGIN = 0.75
 # H200 it is 0.35-0.45 µs longer than the events of an honest call. Much
 # shorter means the stamps were written to, not measured.
 STAMP_SHORTFALL_RATIO = 0.98
+STAMP_SHORTFALL_MS = 0.0005
 AUDIT_FAILURE = (
     "the output of an audit call differs from the reference: its inputs were written on the "
     "caller's stream just before the call, so work that did not wait for that stream (a side "
     "stream started ahead of the call) read stale inputs"
 )
-STAMP_SHORTFALL_MS = 0.0005
 
 
 class _Reference:

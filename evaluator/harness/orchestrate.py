@@ -219,25 +219,19 @@ def _plan(
     def seed() -> int:
         return secrets.randbits(62)
 
-    return {
-        "fingerprint_seed": seed(),
-        "workloads": [
-            {
-                "name": w.name,
-                "params": w.params,
-                "seeds": [seed() for _ in range(task.seeds)],
-                "timed": mode is Mode.CUDA and w.role == "timed",
-                "timing_seed": seed(),
-                "ref_timing_seed": seed(),
-                "audits": (
-                    audit_plan(int(settings["max_calls"]))
-                    if mode is Mode.CUDA and w.role == "timed"
-                    else []
-                ),
-            }
-            for w in workloads
-        ],
-    }
+    def entry(w: WorkloadSpec) -> dict[str, Any]:
+        timed = mode is Mode.CUDA and w.role == "timed"
+        return {
+            "name": w.name,
+            "params": w.params,
+            "seeds": [seed() for _ in range(task.seeds)],
+            "timed": timed,
+            "timing_seed": seed(),
+            "ref_timing_seed": seed(),
+            "audits": audit_plan(int(settings["max_calls"])) if timed else [],
+        }
+
+    return {"fingerprint_seed": seed(), "workloads": [entry(w) for w in workloads]}
 
 
 def audit_plan(max_calls: int) -> list[dict[str, int]]:

@@ -202,20 +202,35 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase) -> Child:
 WORKLOAD = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
 
 
-def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypatch):
-    # Stable from the first call, at least 4 calls, phases of 3: it stops after
-    # the second phase (call 6), not at call 4 or 5, so every phase weighs the same.
-    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
-    monkeypatch.setattr(Child, "_stable", staticmethod(lambda sub, ref, cfg: True))
+def _time_stub_calls(monkeypatch, cfg: dict, workload: dict = WORKLOAD) -> dict:
+    """time_workload over stub timed calls of 1 ms and stub models: the fields it reports."""
+    monkeypatch.setattr(
+        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
+    )
     sent: list = []
-    cfg = {"phases": 3, "min_calls": 4, "max_calls": 9, "budget_s": 60.0}
     child = _fake_child(
         monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
     )
-
-    assert child.time_workload(WORKLOAD, _fake_flusher())
+    assert child.time_workload(workload, _fake_flusher())
     [(_, fields)] = sent
-    assert len(fields["sub_ms"]) == 6
+    return fields
+
+
+def _stub_event_primitives(monkeypatch) -> None:
+    """The CUDA event and stream primitives timed_call uses, as no-ops (events read 0.0)."""
+    monkeypatch.setattr(timing, "_Event", lambda enable_timing: 0.0)
+    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_current_stream", lambda: None)
+    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
+
+
+def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypatch):
+    # Stable from the first call, at least 4 calls, phases of 3: it stops after
+    # the second phase (call 6), not at call 4 or 5, so every phase weighs the same.
+    monkeypatch.setattr(Child, "_stable", staticmethod(lambda sub, ref, cfg: True))
+    cfg = {"phases": 3, "min_calls": 4, "max_calls": 9, "budget_s": 60.0}
+
+    assert len(_time_stub_calls(monkeypatch, cfg)["sub_ms"]) == 6
 
 
 def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
@@ -246,10 +261,7 @@ def test_the_cover_is_sized_to_the_host_s_queueing_of_the_call():
 
 
 def test_a_timed_call_records_how_long_the_host_took_to_queue_it(monkeypatch):
-    monkeypatch.setattr(timing, "_Event", lambda enable_timing: object())
-    monkeypatch.setattr(timing, "_record", lambda event: None)
-    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
-    monkeypatch.setattr(timing, "_current_stream", lambda: None)
+    _stub_event_primitives(monkeypatch)
     clock = iter([10.0, 10.000_75])
     monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
     flusher = StubFlusher()
@@ -262,16 +274,9 @@ def test_a_timed_call_records_how_long_the_host_took_to_queue_it(monkeypatch):
 def test_the_time_budget_ends_timing_at_the_end_of_a_phase_whatever_the_count(monkeypatch):
     # 400 calls asked for (min_calls too), phases of 3, no time left: the
     # budget ends it after the first whole phase.
-    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
-    sent: list = []
     cfg = {"phases": 100, "min_calls": 300, "max_calls": 300, "budget_s": 0.0}
-    child = _fake_child(
-        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
-    )
 
-    assert child.time_workload(WORKLOAD, _fake_flusher())
-    [(_, fields)] = sent
-    assert len(fields["sub_ms"]) == 3
+    assert len(_time_stub_calls(monkeypatch, cfg)["sub_ms"]) == 3
 
 
 def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkeypatch):
@@ -279,10 +284,7 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
     # queued, its input tensor holds the decoy seed's values; the real ones
     # are copied in after the cover and before the start event, so the
     # submission is called on tensors that hold them only in stream order.
-    monkeypatch.setattr(timing, "_Event", lambda enable_timing: 0.0)
-    monkeypatch.setattr(timing, "_record", lambda event: None)
-    monkeypatch.setattr(timing, "_current_stream", lambda: None)
-    monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
+    _stub_event_primitives(monkeypatch)
     made: dict[int, torch.Tensor] = {}
 
     def inputs(params, seed):
@@ -316,20 +318,12 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
 
 
 def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypatch):
-    monkeypatch.setattr(
-        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
-    )
-    sent: list = []
     cfg = {"phases": 2, "min_calls": 4, "max_calls": 4, "budget_s": 0.0}
-    child = _fake_child(
-        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
-    )
     audits = [
         {"after_call": 1, "seed": 8, "decoy_seed": 9},
         {"after_call": 4, "seed": 6, "decoy_seed": 9},
     ]
 
-    assert child.time_workload({**WORKLOAD, "audits": audits}, _fake_flusher())
-    [(_, fields)] = sent
+    fields = _time_stub_calls(monkeypatch, cfg, {**WORKLOAD, "audits": audits})
     assert len(fields["sub_ms"]) == 2
     assert [a["seed"] for a in fields["audit_prints"]] == [8, 6]
