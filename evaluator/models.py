@@ -48,8 +48,15 @@ class Evaluation(BaseModel):
     environment = models.JSONField(default=dict, blank=True)
     log = models.TextField(blank=True)
     evaluator_version = models.CharField(max_length=32, blank=True)
+    # The job: the row is the queue's truth, the broker message only a wake-up call
+    # (docs/operations.md). `worker` is host:pid of the process holding the lease.
     worker = models.CharField(max_length=200, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     review = models.CharField(max_length=8, choices=Review.choices, default=Review.NONE, blank=True)
@@ -65,6 +72,7 @@ class Evaluation(BaseModel):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "lease_expires_at"], name="evaluation_job_idx")]
         constraints = [
             models.CheckConstraint(
                 condition=~Q(review="pending") | Q(status="flagged"),

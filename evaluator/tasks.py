@@ -1,4 +1,4 @@
-"""django-q2 entry points: a door to evaluator.services, taking primary keys only."""
+"""django-q2 entry points: doors to evaluator.services, taking primary keys only."""
 
 from evaluator import services
 
@@ -6,3 +6,8 @@ from evaluator import services
 def evaluation_run(evaluation_pk: int) -> str | None:
     evaluation = services.evaluation_run(evaluation_id=evaluation_pk)
     return evaluation.status if evaluation is not None else None
+
+
+def evaluation_reap() -> str:
+    """The reaper's schedule (every minute): see evaluator.services.jobs."""
+    return str(services.evaluation_reap())

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
@@ -23,7 +23,7 @@ from evaluator.selectors import (
 )
 from submissions.models import Submission
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
-from submissions.services import submission_create
+from submissions.services import submission_upload
 from task_catalog.models import Task
 
 # Copied from the Evaluation row as they are; message, log and results go through
@@ -168,7 +168,18 @@ class SubmissionListCreateApi(APIView):
         )
         return paginator.get_paginated_response(SubmissionListItemSerializer(page, many=True).data)
 
-    @extend_schema(request=SubmissionCreateSerializer, responses={201: SubmissionDetailSerializer})
+    @extend_schema(
+        request=SubmissionCreateSerializer,
+        responses={
+            201: SubmissionDetailSerializer,
+            200: OpenApiResponse(
+                SubmissionDetailSerializer,
+                description="The same file for the same task version was uploaded before.",
+            ),
+            400: OpenApiResponse(description="The upload was refused; the body says why."),
+            503: OpenApiResponse(description="The database or the queue is unavailable."),
+        },
+    )
     def post(self, request: Request) -> Response:
         serializer = SubmissionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -180,7 +191,7 @@ class SubmissionListCreateApi(APIView):
         else:
             source, filename = data["source"], data.get("filename")
         try:
-            submission = submission_create(
+            upload = submission_upload(
                 owner=authenticated_user(request.user),
                 task=data["task"],
                 source=source,
@@ -189,8 +200,10 @@ class SubmissionListCreateApi(APIView):
             )
         except DjangoValidationError as exc:
             raise ValidationError(_validation_detail(exc)) from exc
-        body = SubmissionDetailSerializer(submission, context={"user": request.user}).data
-        return Response(body, status=status.HTTP_201_CREATED)
+        body = SubmissionDetailSerializer(upload.submission, context={"user": request.user}).data
+        # The same file again is the submission already stored: 200 with its id.
+        code = status.HTTP_201_CREATED if upload.created else status.HTTP_200_OK
+        return Response(body, status=code)
 
 
 class SubmissionDetailApi(APIView):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
 from django.conf import settings
@@ -10,19 +12,22 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from evaluator.services import evaluation_create
+from core.unavailable import ServiceUnavailable
+from evaluator.services import broker_ping, evaluation_create
 from submissions.models import Submission
 from task_catalog.models import Task
 
 DEFAULT_FILENAME = "kernel.py"
+MODEL_CLASS = "ModelNew"
 _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def submission_source_clean(source: str | bytes) -> str:
     """The submitted text, or a ValidationError saying why it cannot be a kernel file.
 
-    A Python syntax error is deliberately *not* rejected here: the evaluator
-    reports it as `compile_error` with its line, which is where users look.
+    Only what is certain without running the file is checked here (size, text,
+    syntax, a `ModelNew` at module level), in well under a second; the evaluator
+    stays the authority on everything else.
     """
     limit = settings.D2K_MAX_UPLOAD_BYTES
     raw = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
@@ -41,7 +46,45 @@ def submission_source_clean(source: str | bytes) -> str:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise ValidationError("The file is empty.", code="empty")
+    _kernel_structure_check(text)
     return text
+
+
+def _kernel_structure_check(text: str) -> None:
+    try:
+        module = ast.parse(text, filename="kernel.py")
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        raise ValidationError(
+            f"Python syntax error at {where}: {exc.msg}.", code="syntax_error"
+        ) from exc
+    except (ValueError, RecursionError, MemoryError) as exc:  # e.g. nesting too deep
+        raise ValidationError(
+            f"The file cannot be parsed as Python: {exc}.", code="syntax_error"
+        ) from exc
+    if not any(_defines_model_new(node) for node in module.body):
+        raise ValidationError(
+            "The file defines no `ModelNew` at module level: a submission is a class "
+            "`ModelNew(nn.Module)` with the task's constructor and forward signature.",
+            code="no_model_new",
+        )
+
+
+def _defines_model_new(node: ast.stmt) -> bool:
+    if isinstance(node, ast.ClassDef):
+        return node.name == MODEL_CLASS
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Name) and t.id == MODEL_CLASS for t in targets)
+    if isinstance(node, ast.ImportFrom | ast.Import):
+        return any((alias.asname or alias.name) == MODEL_CLASS for alias in node.names)
+    if isinstance(node, ast.If | ast.Try):
+        # `if HAS_CUDA: class ModelNew … else: class ModelNew …`
+        branches = [node.body, node.orelse]
+        if isinstance(node, ast.Try):
+            branches += [node.finalbody, *(h.body for h in node.handlers)]
+        return any(_defines_model_new(child) for branch in branches for child in branch)
+    return False
 
 
 def submission_filename_clean(filename: str | None) -> str:
@@ -88,6 +131,7 @@ def submission_create(
     except ValidationError as exc:
         raise ValidationError({"source": exc.messages}, code=exc.code) from exc
 
+    _queue_check()
     with transaction.atomic():
         submission = Submission(
             owner=owner,
@@ -104,3 +148,52 @@ def submission_create(
         # worker gets the evaluation's primary key once the rows are visible to it.
         evaluation_create(submission=submission)
     return submission
+
+
+def _queue_check() -> None:
+    try:
+        broker_ping()
+    except Exception as exc:
+        raise ServiceUnavailable(
+            "The evaluation queue is unavailable right now, so nothing was stored. "
+            "Try again in a minute."
+        ) from exc
+
+
+@dataclass(frozen=True)
+class Upload:
+    submission: Submission
+    created: bool
+
+
+def submission_upload(
+    *,
+    owner: User,
+    task: Task | str,
+    source: str | bytes,
+    filename: str | None = DEFAULT_FILENAME,
+    is_public: bool = True,
+) -> Upload:
+    """An upload through a door: the same file for the same task version by the same
+    owner is the submission already stored (`created` False), never a second evaluation."""
+    task = _task_resolve(task)
+    try:
+        text = submission_source_clean(source)
+    except ValidationError as exc:
+        raise ValidationError({"source": exc.messages}, code=exc.code) from exc
+    existing = (
+        Submission.objects.filter(
+            owner=owner,
+            task=task,
+            task_version_id=task.current_version_id,
+            sha256=Submission.digest(text),
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )
+    if existing is not None:
+        return Upload(submission=existing, created=False)
+    submission = submission_create(
+        owner=owner, task=task, source=text, filename=filename, is_public=is_public
+    )
+    return Upload(submission=submission, created=True)

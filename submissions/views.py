@@ -5,26 +5,38 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from core.auth import authenticated_user
+from core.unavailable import UNAVAILABLE, unavailable_message
 from evaluator.selectors import evaluation_latest_for_submission, evaluation_view_for_viewer
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
-from submissions.services import submission_create
+from submissions.services import submission_upload
 
 
 @login_required
 def upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            submission = submission_create(
+            upload = submission_upload(
                 owner=authenticated_user(request.user), **form.submission_kwargs()
             )
         except ValidationError as exc:
             form.add_service_error(exc)
+        except UNAVAILABLE as exc:
+            form.add_error(None, unavailable_message(exc))
+            status = 503
         else:
-            messages.success(request, f"Submission #{submission.pk} is queued for evaluation.")
+            submission = upload.submission
+            if upload.created:
+                messages.success(request, f"Submission #{submission.pk} is queued for evaluation.")
+            else:
+                messages.info(
+                    request, f"You uploaded this file before: submission #{submission.pk}."
+                )
             return redirect("submissions:detail", pk=submission.pk)
-    status = 400 if form.is_bound else 200
+    if form.is_bound and status == 200:
+        status = 400
     return render(request, "submissions/upload.html", {"form": form}, status=status)
 
 

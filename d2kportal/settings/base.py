@@ -1,5 +1,6 @@
 """Settings shared by every deployment. Values that vary come from `env`."""
 
+import tempfile
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -43,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "core.unavailable.ServiceUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "d2kportal.urls"
@@ -64,6 +66,16 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("D2K_DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# SQLite serves a web process and a worker at once: WAL lets readers and the one writer
+# proceed together, IMMEDIATE takes the write lock when a transaction starts (never an
+# upgrade that deadlocks and fails at once), and the busy timeout waits for it.
+SQLITE_OPTIONS = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env.int("D2K_SQLITE_BUSY_TIMEOUT", default=30),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -125,7 +137,9 @@ Q_CLUSTER = {
     # own per-submission timeout, this one only catches a wedged worker.
     "timeout": env.int("D2K_Q_TIMEOUT", default=3600),
     "retry": env.int("D2K_Q_TIMEOUT", default=3600) + 60,
-    "max_attempts": 3,
+    # The evaluation row is the job (evaluator.services.jobs): it counts its own attempts
+    # and a reaper re-queues lost ones, so django-q2 never re-delivers on its own.
+    "max_attempts": 1,
     "catch_up": False,
     "ack_failures": True,
     "save_limit": 1000,
@@ -141,6 +155,15 @@ D2K_EVALUATOR_MODE = env("D2K_EVALUATOR_MODE", default="auto")  # auto | interpr
 D2K_EVALUATOR_TIMEOUT = env.int("D2K_EVALUATOR_TIMEOUT", default=600)
 D2K_EVALUATOR_PYTHON = env("D2K_EVALUATOR_PYTHON", default="")
 D2K_MAX_UPLOAD_BYTES = env.int("D2K_MAX_UPLOAD_BYTES", default=512 * 1024)
+# Passed to the evaluator process (the worker hands it nothing else of its own environment).
+D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
+D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")
+# Durable evaluations (docs/operations.md).
+D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
+D2K_EVALUATION_MAX_ATTEMPTS = env.int("D2K_EVALUATION_MAX_ATTEMPTS", default=3)
+D2K_EVALUATION_REQUEUE_S = env.int("D2K_EVALUATION_REQUEUE_S", default=120)
+D2K_REAP_INTERVAL_S = env.int("D2K_REAP_INTERVAL_S", default=15)
+D2K_WORK_DIR = env.path("D2K_WORK_DIR", default=Path(tempfile.gettempdir()) / "d2k-worker")
 
 LOGGING = {
     "version": 1,

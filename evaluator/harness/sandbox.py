@@ -236,6 +236,9 @@ def _symlink_or_bind(path: str) -> list[str]:
 
 
 def _set_limits(limits: Limits, nproc: int) -> None:
+    # The child dies with the orchestrator (bubblewrap's --die-with-parent does the
+    # same inside): a killed worker must not leave a submission running.
+    proctree.die_with_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))

@@ -7,29 +7,36 @@ from evaluator.services.baselines import (
     baseline_import,
 )
 from evaluator.services.evaluations import (
-    MAX_ATTEMPTS,
     evaluation_create,
-    evaluation_enqueue,
     evaluation_review,
     evaluation_run,
+)
+from evaluator.services.jobs import (
+    broker_ping,
+    evaluation_enqueue,
+    evaluation_reap,
 )
 from evaluator.services.runner import (
     WorkerError,
     evaluation_command,
     evaluation_safety_timeout,
 )
+from evaluator.services.worker import worker_serve, worker_start
 
 __all__ = [
     "EXPERT_USERNAME",
-    "MAX_ATTEMPTS",
     "BaselineImportError",
     "BaselineImportReport",
     "WorkerError",
     "baseline_import",
+    "broker_ping",
     "evaluation_command",
     "evaluation_create",
     "evaluation_enqueue",
+    "evaluation_reap",
     "evaluation_review",
     "evaluation_run",
     "evaluation_safety_timeout",
+    "worker_serve",
+    "worker_start",
 ]

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from evaluator.harness.spec import environment_gpu
 from evaluator.models import Evaluation
-from evaluator.services.evaluations import _evaluation_store, evaluation_create
+from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
 from evaluator.services.runner import Verdict, WorkerError, _verdict_parse
 from submissions.models import Submission
 from task_catalog.models import Task, TaskVersion, Workload
@@ -193,7 +193,7 @@ def _baseline_store(
             return BaselineLine(slug, "unchanged", _summary(verdict), existing.pk)
         evaluation = evaluation_create(submission=submission, enqueue=False)
         evaluation.worker = f"{WORKER_PREFIX}{digest} {source_label}"[:200]
-        evaluation = _evaluation_store(evaluation=evaluation, verdict=verdict)
+        evaluation_verdict_write(evaluation=evaluation, verdict=verdict)
     return BaselineLine(slug, "created", _summary(verdict), evaluation.pk)
 
 

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
+from evaluator.services.jobs import (
+    db_retry,
+    evaluation_claim,
+    evaluation_enqueue,
+    evaluation_locked_if_owned,
+    evaluation_requeue,
+    heartbeat,
+    worker_id,
+)
 from evaluator.services.runner import (
     Verdict,
     WorkerError,
@@ -24,23 +32,22 @@ from submissions.models import Submission
 
 logger = logging.getLogger("evaluator.services")
 
-TASK_PATH = "evaluator.tasks.evaluation_run"
-MAX_ATTEMPTS = 3
 LOG_LIMIT = 200_000
 
 
 # --- queueing -------------------------------------------------------------------
 
 
-def evaluation_enqueue(*, evaluation_id: int) -> None:
-    """Hand the evaluation to the queue once the current transaction commits."""
-    transaction.on_commit(lambda: async_task(TASK_PATH, evaluation_id))
-
-
 def evaluation_create(*, submission: Submission, enqueue: bool = True) -> Evaluation:
     """A new queued evaluation of `submission` (a first run or an admin's re-run)."""
+    now = timezone.now()
     with transaction.atomic():
-        evaluation = Evaluation(submission=submission, status=EvaluationStatus.QUEUED)
+        evaluation = Evaluation(
+            submission=submission,
+            status=EvaluationStatus.QUEUED,
+            state_changed_at=now,
+            enqueued_at=now,
+        )
         evaluation.full_clean()
         evaluation.save()
         if enqueue:
@@ -51,78 +58,86 @@ def evaluation_create(*, submission: Submission, enqueue: bool = True) -> Evalua
 # --- running --------------------------------------------------------------------
 
 
-def evaluation_run(*, evaluation_id: int, requeue: bool = True) -> Evaluation | None:
-    """Run one evaluation to a verdict and store it.
+def evaluation_run(*, evaluation_id: Any, requeue: bool = True) -> Evaluation | None:
+    """Run one evaluation to a verdict and store it, exactly once.
 
-    A worker error (no valid verdict, a non-zero exit, the safety timeout, or the
-    CLI's own `worker_error`) is retried while attempts < MAX_ATTEMPTS: through the
-    queue, or at once in this process when `requeue` is False (the management
-    command). Unknown ids and finished evaluations are logged and left alone.
+    The row is claimed atomically (a second worker handed the same id leaves it
+    alone) and its lease extended by a heartbeat while the evaluator runs. A worker
+    error (no valid verdict, a non-zero exit, the safety timeout, or the CLI's own
+    `worker_error`) hands it back to the queue while attempts remain: through the
+    broker, or at once in this process when `requeue` is False (the management
+    command); after the last attempt it is stored as `worker_error`. A worker that
+    lost its lease meanwhile (the reaper gave the row to another) stores nothing.
     """
-    while True:
-        evaluation = _evaluation_claim(evaluation_id)
-        if evaluation is None or evaluation.status != EvaluationStatus.RUNNING:
-            return evaluation
-        verdict: Verdict | None = None
-        try:
-            verdict = verdict_from_cli(evaluation)
-            reason, log = verdict.message, verdict.log
-        except WorkerError as exc:
-            logger.warning("evaluation %s: worker error: %s", evaluation.pk, exc.reason)
-            reason, log = exc.reason, exc.log
-        retry = evaluation.attempts < MAX_ATTEMPTS and (
-            verdict is None or verdict.status == EvaluationStatus.WORKER_ERROR
-        )
-        if retry:
-            _evaluation_requeue(evaluation=evaluation, reason=reason, enqueue=requeue)
-            if requeue:
-                return evaluation
-            continue
-        if verdict is None:
-            verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log=log)
-        return _evaluation_store(evaluation=evaluation, verdict=verdict)
-
-
-def _evaluation_claim(evaluation_id: Any) -> Evaluation | None:
     try:
         evaluation_id = int(evaluation_id)
     except (TypeError, ValueError):
         logger.error("evaluation_run: ignoring malformed evaluation id %r", evaluation_id)
         return None
-    with transaction.atomic():
-        evaluation = Evaluation.objects.select_for_update().filter(pk=evaluation_id).first()
+    worker = worker_id()
+    while True:
+        evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
         if evaluation is None:
-            logger.error("evaluation_run: ignoring unknown evaluation id %s", evaluation_id)
-            return None
-        if evaluation.is_finished:
-            logger.info("evaluation %s is already %s; not re-run", evaluation_id, evaluation.status)
-            return evaluation
-        evaluation.status = EvaluationStatus.RUNNING
-        evaluation.started_at = timezone.now()
-        evaluation.finished_at = None
-        evaluation.worker = f"{socket.gethostname()}:{os.getpid()}"[:200]
-        evaluation.attempts += 1
-        evaluation.save(
-            update_fields=[
-                "status",
-                "started_at",
-                "finished_at",
-                "worker",
-                "attempts",
-                "updated_at",
-            ]
+            return Evaluation.objects.filter(pk=evaluation_id).first()
+        verdict: Verdict | None = None
+        with heartbeat(evaluation_id=evaluation_id, worker=worker) as beat:
+            try:
+                verdict = verdict_from_cli(evaluation)
+                reason, log = verdict.message, verdict.log
+            except WorkerError as exc:
+                logger.warning("evaluation %s: worker error: %s", evaluation.pk, exc.reason)
+                reason, log = exc.reason, exc.log
+        if beat.lost:
+            logger.warning("evaluation %s: lease lost while running; result dropped", evaluation_id)
+            return Evaluation.objects.filter(pk=evaluation_id).first()
+        infrastructure = verdict is None or verdict.status == EvaluationStatus.WORKER_ERROR
+        if infrastructure and evaluation.attempts < settings.D2K_EVALUATION_MAX_ATTEMPTS:
+            message = f"Attempt {evaluation.attempts} hit a worker error ({reason}); retrying."
+            if requeue:
+                db_retry(
+                    partial(
+                        evaluation_requeue,
+                        evaluation_id=evaluation_id,
+                        worker=worker,
+                        reason=message,
+                    ),
+                    what=f"requeue of evaluation {evaluation_id}",
+                )
+                return Evaluation.objects.filter(pk=evaluation_id).first()
+            _evaluation_back_to_queue(evaluation_id=evaluation_id, worker=worker, reason=message)
+            continue
+        if verdict is None:
+            verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log=log)
+        return db_retry(
+            partial(_evaluation_store, evaluation_id=evaluation_id, worker=worker, verdict=verdict),
+            what=f"store of evaluation {evaluation_id}",
         )
-    return Evaluation.objects.select_related(
-        "submission__task", "submission__task_version__task"
-    ).get(pk=evaluation_id)
 
 
-def _evaluation_requeue(*, evaluation: Evaluation, reason: str, enqueue: bool) -> None:
-    evaluation.status = EvaluationStatus.QUEUED
-    evaluation.message = f"Attempt {evaluation.attempts} hit a worker error ({reason}); retrying."
-    evaluation.save(update_fields=["status", "message", "updated_at"])
-    if enqueue:
-        evaluation_enqueue(evaluation_id=evaluation.pk)
+def _evaluation_back_to_queue(*, evaluation_id: int, worker: str, reason: str) -> None:
+    """The in-process retry's hand-back: queued again, with no broker call."""
+    now = timezone.now()
+    Evaluation.objects.filter(
+        pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker
+    ).update(
+        status=EvaluationStatus.QUEUED,
+        message=reason,
+        last_error=reason,
+        state_changed_at=now,
+        lease_expires_at=None,
+        updated_at=now,
+    )
+
+
+def evaluation_fail_for_infrastructure(*, evaluation_id: int, worker: str, reason: str) -> bool:
+    """The reaper's last word on a row that lost its worker too often: `worker_error`."""
+    with transaction.atomic():
+        evaluation = evaluation_locked_if_owned(evaluation_id=evaluation_id, worker=worker)
+        if evaluation is None:
+            return False
+        verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log="")
+        evaluation_verdict_write(evaluation=evaluation, verdict=verdict)
+    return True
 
 
 def _log_clip(log: str) -> str:
@@ -132,27 +147,44 @@ def _log_clip(log: str) -> str:
     return f"{log[:half]}\n… [{len(log) - LOG_LIMIT:,} characters cut] …\n{log[-half:]}"
 
 
-def _evaluation_store(*, evaluation: Evaluation, verdict: Verdict) -> Evaluation:
+def _evaluation_store(*, evaluation_id: int, worker: str, verdict: Verdict) -> Evaluation | None:
     with transaction.atomic():
-        evaluation.status = verdict.status
-        evaluation.message = verdict.message
-        evaluation.flags = verdict.flags
-        evaluation.environment = verdict.environment
-        evaluation.log = _log_clip(verdict.log)
-        evaluation.mode = verdict.mode
-        evaluation.evaluator_version = verdict.evaluator_version
-        evaluation.finished_at = timezone.now()
-        evaluation.review = (
-            Review.PENDING if verdict.status == EvaluationStatus.FLAGGED else Review.NONE
-        )
-        evaluation.full_clean(exclude=["submission"])
-        evaluation.save()
-        evaluation.results.all().delete()
-        for result in verdict.workloads:
-            result.evaluation = evaluation
-        WorkloadResult.objects.bulk_create(verdict.workloads)
+        evaluation = evaluation_locked_if_owned(evaluation_id=evaluation_id, worker=worker)
+        if evaluation is None:
+            # The reaper gave the row to another worker meanwhile: its verdict counts.
+            logger.warning(
+                "evaluation %s: no longer held by %s; verdict dropped", evaluation_id, worker
+            )
+            return Evaluation.objects.filter(pk=evaluation_id).first()
+        evaluation_verdict_write(evaluation=evaluation, verdict=verdict)
     logger.info("evaluation %s: %s", evaluation.pk, evaluation.status)
     return evaluation
+
+
+def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> None:
+    """Inside the caller's transaction, with the row locked: the verdict and its results."""
+    now = timezone.now()
+    evaluation.status = verdict.status
+    evaluation.message = verdict.message
+    evaluation.flags = verdict.flags
+    evaluation.environment = verdict.environment
+    evaluation.log = _log_clip(verdict.log)
+    evaluation.mode = verdict.mode
+    evaluation.evaluator_version = verdict.evaluator_version
+    evaluation.finished_at = now
+    evaluation.state_changed_at = now
+    evaluation.lease_expires_at = None
+    if verdict.status == EvaluationStatus.WORKER_ERROR:
+        evaluation.last_error = verdict.message
+    evaluation.review = (
+        Review.PENDING if verdict.status == EvaluationStatus.FLAGGED else Review.NONE
+    )
+    evaluation.full_clean(exclude=["submission"])
+    evaluation.save()
+    evaluation.results.all().delete()
+    for result in verdict.workloads:
+        result.evaluation = evaluation
+    WorkloadResult.objects.bulk_create(verdict.workloads)
 
 
 # --- review -------------------------------------------------------------------

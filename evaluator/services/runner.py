@@ -23,7 +23,9 @@ from typing import Any
 
 from django.conf import settings
 
+from evaluator.harness.proctree import die_with_parent
 from evaluator.models import Evaluation, EvaluationStatus, WorkloadResult
+from evaluator.services.worker import work_dir_prefix, work_dir_root
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
 
@@ -95,23 +97,38 @@ def evaluation_safety_timeout(*, evaluation: Evaluation) -> int:
     return settings.D2K_EVALUATOR_TIMEOUT * max(1, workloads.count()) + SAFETY_MARGIN_S
 
 
-def _evaluator_env() -> dict[str, str]:
-    return {
+def evaluator_env(*, scratch: Path) -> dict[str, str]:
+    """The evaluator's environment: the worker's, less every D2K_/DJANGO_ variable and
+    anything that looks secret, plus the allow-listed evaluator settings.
+
+    The settings travel by name from Django's settings (so `.env` reaches them too);
+    the evaluator's mode and timeout travel as command-line arguments. TMPDIR points
+    into the evaluation's scratch folder, so whatever the evaluator leaves behind is
+    removed with it, even when the worker is killed.
+    """
+    env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(_ENV_DROP_PREFIXES)
         and not any(word in key.upper() for word in _ENV_DROP_WORDS)
     }
+    env["D2K_SANDBOX"] = settings.D2K_SANDBOX
+    if settings.D2K_EVALUATOR_CACHE:
+        env["D2K_EVALUATOR_CACHE"] = str(settings.D2K_EVALUATOR_CACHE)
+    env["TMPDIR"] = str(scratch)
+    return env
 
 
 def verdict_from_cli(evaluation: Evaluation) -> Verdict:
     submission = evaluation.submission
     safety = evaluation_safety_timeout(evaluation=evaluation)
-    with tempfile.TemporaryDirectory(prefix=f"d2k-eval-{evaluation.pk}-") as tmp:
+    prefix = f"{work_dir_prefix()}eval{evaluation.pk}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=work_dir_root()) as tmp:
         catalog_dir = Path(tmp) / "catalog"
         kernel_dir = Path(tmp) / "submission"
-        catalog_dir.mkdir()
-        kernel_dir.mkdir()
+        scratch = Path(tmp) / "tmp"
+        for directory in (catalog_dir, kernel_dir, scratch):
+            directory.mkdir()
         try:
             task_version_write_package(version=submission.task_version, directory=catalog_dir)
         except Exception as exc:  # a broken stored version is ours to fix, never the submitter's
@@ -122,7 +139,9 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
         command = evaluation_command(
             evaluation=evaluation, catalog_dir=catalog_dir, kernel_path=kernel_path
         )
-        stdout, stderr, returncode = _subprocess_run(command, timeout=safety)
+        stdout, stderr, returncode = _subprocess_run(
+            command, timeout=safety, env=evaluator_env(scratch=scratch)
+        )
     if returncode != 0:
         last = stderr.strip().splitlines()[-1:] or ["no message on stderr"]
         raise WorkerError(f"the evaluator exited with code {returncode}: {last[0]}", log=stderr)
@@ -139,12 +158,17 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
     return verdict
 
 
-def _subprocess_run(command: list[str], *, timeout: float) -> tuple[str, str, int]:
+def _subprocess_run(
+    command: list[str], *, timeout: float, env: dict[str, str]
+) -> tuple[str, str, int]:
     try:
         process = subprocess.Popen(
             command,
             cwd=settings.BASE_DIR,
-            env=_evaluator_env(),
+            env=env,
+            # The evaluator dies with this worker: a killed worker must not leave it,
+            # and its sandboxed child, running under init.
+            preexec_fn=die_with_parent,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -16,12 +16,11 @@ from django.core.exceptions import ValidationError
 from evaluator import tasks
 from evaluator.models import Evaluation, EvaluationStatus, Review
 from evaluator.services import (
-    MAX_ATTEMPTS,
     evaluation_create,
     evaluation_review,
     evaluation_run,
     evaluation_safety_timeout,
-    evaluations,
+    jobs,
     runner,
 )
 from tests.evaluator.fake_cli import verdict_dict, workload_dict
@@ -176,7 +175,7 @@ def test_requeue_sends_the_primary_key_to_the_django_q_task(
     fake_cli, evaluation, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(evaluations, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
     fake_cli.reply({"stdout": "garbage"})
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -195,9 +194,9 @@ def test_worker_error_is_stored_after_the_last_attempt_through_the_queue(
         evaluation_run(evaluation_id=evaluation.pk)
 
     evaluation.refresh_from_db()
-    assert len(fake_cli.calls) == MAX_ATTEMPTS
+    assert len(fake_cli.calls) == settings.D2K_EVALUATION_MAX_ATTEMPTS
     assert evaluation.status == EvaluationStatus.WORKER_ERROR
-    assert evaluation.attempts == MAX_ATTEMPTS
+    assert evaluation.attempts == settings.D2K_EVALUATION_MAX_ATTEMPTS
     assert "CUDA driver exploded" in evaluation.message
     assert "not of the submission" in evaluation.message
     assert "CUDA driver exploded" in evaluation.log
@@ -244,7 +243,7 @@ def test_the_clis_own_worker_error_is_retried_then_stored_as_reported(fake_cli, 
     evaluation_run(evaluation_id=evaluation.pk, requeue=False)
 
     evaluation.refresh_from_db()
-    assert len(fake_cli.calls) == MAX_ATTEMPTS
+    assert len(fake_cli.calls) == settings.D2K_EVALUATION_MAX_ATTEMPTS
     assert evaluation.status == EvaluationStatus.WORKER_ERROR
     assert evaluation.message == "no GPU visible"
 
@@ -254,7 +253,7 @@ def test_the_safety_timeout_kills_the_evaluator_and_is_a_worker_error(
 ):
     settings.D2K_EVALUATOR_TIMEOUT = 1
     monkeypatch.setattr(runner, "SAFETY_MARGIN_S", 0)
-    evaluation.attempts = MAX_ATTEMPTS - 1
+    evaluation.attempts = settings.D2K_EVALUATION_MAX_ATTEMPTS - 1
     evaluation.save()
     fake_cli.reply({"stdout": json.dumps(verdict_dict()), "sleep": 60})
 
@@ -309,7 +308,7 @@ def test_evaluation_create_enqueues_on_commit(
     eval_task_version, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(evaluations, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
     submission = SubmissionFactory(task_version=eval_task_version)
     with django_capture_on_commit_callbacks(execute=True):
         evaluation = evaluation_create(submission=submission)

@@ -1,10 +1,12 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from evaluator.models import EvaluationStatus
-from evaluator.services import evaluations
+from core.unavailable import ServiceUnavailable
+from evaluator.models import Evaluation, EvaluationStatus
+from evaluator.services import jobs
+from submissions import services as services_module
 from submissions.models import Submission
-from submissions.services import submission_create, submission_filename_clean
+from submissions.services import submission_create, submission_filename_clean, submission_upload
 from tests.factories import TaskFactory, TaskVersionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +47,7 @@ def test_the_evaluation_is_enqueued_by_primary_key_after_commit(
     task, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(evaluations, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         submission = submission_create(owner=UserFactory(), task=task, source=SOURCE, filename="")
@@ -61,11 +63,70 @@ def test_bytes_are_decoded_and_a_byte_order_mark_dropped(task):
     assert submission.source == "# café\nclass ModelNew: pass\n"
 
 
-def test_a_syntax_error_is_accepted_for_the_evaluator_to_report(task):
-    submission = submission_create(
-        owner=UserFactory(), task=task, source="def broken(:\n", filename="k.py"
-    )
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("def broken(:\n", "Python syntax error at line 1"),
+        ("import torch\n\n\nclass ModelNew(torch.nn.Module):\n  x = (\n", "at line 5"),
+        ("class Model:\n    pass\n", "defines no `ModelNew`"),
+        ("def f():\n    class ModelNew:\n        pass\n", "defines no `ModelNew`"),
+        ("# class ModelNew(nn.Module)\nx = 'class ModelNew'\n", "defines no `ModelNew`"),
+    ],
+)
+def test_a_file_that_cannot_be_a_kernel_is_refused_at_upload_with_nothing_stored(
+    task, source, message
+):
+    with pytest.raises(ValidationError) as info:
+        submission_create(owner=UserFactory(), task=task, source=source, filename="k.py")
+    assert message in info.value.message_dict["source"][0]
+    assert not Submission.objects.exists()
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "class ModelNew:\n    pass\n",
+        "from mylib import Fast as ModelNew\n",
+        "import torch\nModelNew = torch.nn.Identity\n",
+        "import os\nif os.environ.get('X'):\n    class ModelNew: pass\n"
+        "else:\n    class ModelNew: pass\n",
+        "try:\n    import triton\n    class ModelNew: pass\nexcept ImportError:\n    raise\n",
+    ],
+)
+def test_every_way_of_defining_model_new_at_module_level_is_accepted(task, source):
+    submission = submission_create(owner=UserFactory(), task=task, source=source, filename="k.py")
     assert submission.evaluations.get().status == EvaluationStatus.QUEUED
+
+
+def test_the_same_file_again_is_the_stored_submission_not_a_second_evaluation(task):
+    owner = UserFactory()
+    first = submission_upload(owner=owner, task=task, source=SOURCE, filename="a.py")
+    again = submission_upload(owner=owner, task=task, source=SOURCE.encode(), filename="b.py")
+    assert first.created and not again.created
+    assert again.submission == first.submission
+    assert Evaluation.objects.count() == 1
+
+
+def test_the_same_file_by_another_owner_or_for_a_new_version_is_new(task):
+    owner = UserFactory()
+    first = submission_upload(owner=owner, task=task, source=SOURCE)
+    other = submission_upload(owner=UserFactory(), task=task, source=SOURCE)
+    assert other.created and other.submission != first.submission
+    task.current_version = TaskVersionFactory(task=task, number=2)
+    task.save()
+    newer = submission_upload(owner=owner, task=task, source=SOURCE)
+    assert newer.created and newer.submission.task_version == task.current_version
+
+
+def test_an_unavailable_queue_refuses_the_upload_and_stores_nothing(task, monkeypatch):
+    def down():
+        raise ConnectionError("redis: connection refused")
+
+    monkeypatch.setattr(services_module, "broker_ping", down)
+    with pytest.raises(ServiceUnavailable, match="queue is unavailable"):
+        submission_create(owner=UserFactory(), task=task, source=SOURCE)
+    assert not Submission.objects.exists()
 
 
 def test_the_task_can_be_given_by_slug(task):
@@ -98,7 +159,10 @@ def test_bad_sources_are_rejected_with_a_message(task, settings, source, message
 
 def test_exactly_the_limit_is_accepted(task, settings):
     settings.D2K_MAX_UPLOAD_BYTES = 100
-    submission_create(owner=UserFactory(), task=task, source="#" * 99 + "\n", filename="k.py")
+    source = "class ModelNew: pass\n"
+    source += "#" * (99 - len(source)) + "\n"
+    assert len(source) == 100
+    submission_create(owner=UserFactory(), task=task, source=source, filename="k.py")
 
 
 @pytest.mark.parametrize("slug", ["no_such_task", "", None])

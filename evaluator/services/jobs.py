@@ -1,0 +1,354 @@
+"""The evaluation row as a durable job: claim, lease and heartbeat, hand-back, reaping.
+
+The broker (django-q2) only carries wake-up calls naming an evaluation's primary key.
+What is queued, who runs what and how often it was tried lives in the Evaluation row,
+so a lost broker message, a killed worker or a locked database never loses an
+evaluation: the reaper finds every queued row nobody will take and every running row
+whose lease ran out, and queues it again (docs/operations.md).
+
+Every state change is a conditional UPDATE (`WHERE status = … AND worker = …`), which
+is atomic on SQLite and PostgreSQL alike: two workers handed the same id, or a worker
+and the reaper, cannot both win.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import OperationalError, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.tasks import async_task
+
+from evaluator.models import Evaluation, EvaluationStatus
+
+logger = logging.getLogger("evaluator.services.jobs")
+
+TASK_PATH = "evaluator.tasks.evaluation_run"
+T = TypeVar("T")
+
+
+# --- the database may be busy ---------------------------------------------------
+
+
+def db_retry(
+    operation: Callable[[], T], *, what: str, attempts: int = 8, first_delay_s: float = 0.2
+) -> T:
+    """`operation()`, tried again with jittered exponential backoff while the database
+    answers an OperationalError (SQLite's `database is locked`, a PostgreSQL restart).
+
+    The last error is raised: the row is then left as it was, and the reaper takes it
+    up again, so a claim or a store is delayed, never dropped.
+    """
+    delay = first_delay_s
+    for attempt in range(1, attempts + 1):
+        try:
+            return operation()
+        except OperationalError as exc:
+            if attempt == attempts:
+                raise
+            logger.warning("%s: database busy (%s); try %d of %d", what, exc, attempt, attempts)
+            # A broken connection must be reopened, not reused.
+            connection.close_if_unusable_or_obsolete()
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 10.0)
+    raise AssertionError("unreachable")
+
+
+# --- identity -------------------------------------------------------------------
+
+
+def worker_id() -> str:
+    """This process as the `worker` column names it: `host:pid`."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
+def _worker_pid_on_this_host(worker: str) -> int | None:
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return int(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.D2K_EVALUATION_LEASE_S)
+
+
+# --- queueing -------------------------------------------------------------------
+
+
+def evaluation_enqueue(*, evaluation_id: int) -> None:
+    """Send the wake-up call once the current transaction commits.
+
+    A broker that fails here loses nothing: the row is `queued` with an old
+    `enqueued_at`, and the reaper sends the call again.
+    """
+
+    def send() -> None:
+        try:
+            async_task(TASK_PATH, evaluation_id)
+        except Exception:
+            logger.exception(
+                "evaluation %s: the broker refused it; the reaper retries", evaluation_id
+            )
+
+    transaction.on_commit(send)
+
+
+def broker_ping() -> None:
+    """Raise when the broker cannot take a message now (an upload answers 503 then)."""
+    broker = get_broker()
+    if not broker.ping():
+        raise ConnectionError("the task broker did not answer")
+
+
+# --- claiming, heartbeats, hand-back ----------------------------------------------
+
+
+def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
+    """Take a queued evaluation for `worker`, or None when it is not (or no longer) queued."""
+    now = timezone.now()
+
+    def claim() -> int:
+        return Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
+            status=EvaluationStatus.RUNNING,
+            worker=worker,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            finished_at=None,
+            state_changed_at=now,
+            heartbeat_at=now,
+            lease_expires_at=now + _lease(),
+            updated_at=now,
+        )
+
+    if not db_retry(claim, what=f"claim of evaluation {evaluation_id}"):
+        current = Evaluation.objects.filter(pk=evaluation_id).values("status", "worker").first()
+        if current is None:
+            logger.error("evaluation_run: ignoring unknown evaluation id %s", evaluation_id)
+        else:
+            logger.info(
+                "evaluation %s is %s (worker %s); not taken again",
+                evaluation_id,
+                current["status"],
+                current["worker"] or "none",
+            )
+        return None
+    return Evaluation.objects.select_related(
+        "submission__task", "submission__task_version__task"
+    ).get(pk=evaluation_id)
+
+
+def _owned(evaluation_id: int, worker: str) -> Q:
+    return Q(pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker)
+
+
+def evaluation_heartbeat(*, evaluation_id: int, worker: str) -> bool:
+    """Extend the lease; False when the row is no longer this worker's (it was reaped)."""
+    now = timezone.now()
+    return bool(
+        Evaluation.objects.filter(_owned(evaluation_id, worker)).update(
+            heartbeat_at=now, lease_expires_at=now + _lease()
+        )
+    )
+
+
+def evaluation_locked_if_owned(*, evaluation_id: int, worker: str) -> Evaluation | None:
+    """Inside a transaction: the row locked for its store, if this worker still holds it."""
+    return (
+        Evaluation.objects.select_for_update()
+        .filter(_owned(evaluation_id, worker))
+        .select_related("submission")
+        .first()
+    )
+
+
+def evaluation_requeue(*, evaluation_id: int, worker: str | None, reason: str) -> bool:
+    """Hand a running evaluation back to the queue after an infrastructure failure.
+
+    `worker=None` is the reaper's form (any worker, lease expired). False when the
+    row had moved on meanwhile.
+    """
+    now = timezone.now()
+    rows = Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.RUNNING)
+    if worker is not None:
+        rows = rows.filter(worker=worker)
+    with transaction.atomic():
+        changed = rows.update(
+            status=EvaluationStatus.QUEUED,
+            message=reason,
+            last_error=reason,
+            state_changed_at=now,
+            enqueued_at=now,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        if changed:
+            evaluation_enqueue(evaluation_id=evaluation_id)
+    return bool(changed)
+
+
+class Heartbeat(threading.Thread):
+    """Extends the lease while the evaluator runs; notes when the lease was lost."""
+
+    def __init__(self, *, evaluation_id: int, worker: str) -> None:
+        super().__init__(name=f"heartbeat-{evaluation_id}", daemon=True)
+        self.evaluation_id, self.worker = evaluation_id, worker
+        self.interval_s = max(1.0, settings.D2K_EVALUATION_LEASE_S / 4)
+        self.lost = False
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stopping.wait(self.interval_s):
+                try:
+                    if not evaluation_heartbeat(
+                        evaluation_id=self.evaluation_id, worker=self.worker
+                    ):
+                        self.lost = True
+                        logger.warning(
+                            "evaluation %s: lease lost (reaped meanwhile)", self.evaluation_id
+                        )
+                        return
+                except OperationalError as exc:  # busy: the next beat tries again
+                    logger.warning("evaluation %s: heartbeat failed: %s", self.evaluation_id, exc)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=30)
+
+
+# --- reaping --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReapReport:
+    requeued: list[int]
+    failed: list[int]
+    reenqueued: list[int]
+
+    def __str__(self) -> str:
+        return (
+            f"{len(self.requeued)} lost evaluation(s) queued again, "
+            f"{len(self.failed)} ended worker_error, "
+            f"{len(self.reenqueued)} waiting evaluation(s) sent to the broker again"
+        )
+
+
+def _expired_running(now: datetime, *, dead_workers_only: bool) -> list[Evaluation]:
+    rows = Evaluation.objects.filter(status=EvaluationStatus.RUNNING)
+    if not dead_workers_only:
+        rows = rows.filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
+    if connection.features.has_select_for_update_skip_locked:
+        # Two reapers on PostgreSQL split the rows between them instead of queuing one twice.
+        rows = rows.select_for_update(skip_locked=True)
+    found = list(rows.only("pk", "worker", "attempts", "heartbeat_at", "lease_expires_at"))
+    if dead_workers_only:
+        found = [
+            e
+            for e in found
+            if (pid := _worker_pid_on_this_host(e.worker)) is not None and not pid_alive(pid)
+        ]
+    return found
+
+
+def _reap_lost(now: datetime, *, dead_workers_only: bool) -> tuple[list[int], list[int]]:
+    from evaluator.services.evaluations import evaluation_fail_for_infrastructure
+
+    requeued, failed = [], []
+    with transaction.atomic():
+        lost = _expired_running(now, dead_workers_only=dead_workers_only)
+    for evaluation in lost:
+        beat = (
+            evaluation.heartbeat_at.isoformat(timespec="seconds")
+            if evaluation.heartbeat_at
+            else "never"
+        )
+        reason = (
+            f"Attempt {evaluation.attempts} was lost: worker {evaluation.worker or '?'} stopped "
+            f"sending heartbeats (last {beat})."
+        )
+        if evaluation.attempts >= settings.D2K_EVALUATION_MAX_ATTEMPTS:
+            if evaluation_fail_for_infrastructure(
+                evaluation_id=evaluation.pk, worker=evaluation.worker, reason=reason
+            ):
+                failed.append(evaluation.pk)
+        elif evaluation_requeue(
+            evaluation_id=evaluation.pk, worker=evaluation.worker, reason=f"{reason} Queued again."
+        ):
+            requeued.append(evaluation.pk)
+    return requeued, failed
+
+
+def _reenqueue_waiting(now: datetime) -> list[int]:
+    """Queued rows whose wake-up call is gone (a broker that lost it, a killed cluster
+    holding it), sent again once the broker has nothing waiting to hand out.
+
+    A duplicate call costs nothing: the claim lets one worker win.
+    """
+    try:
+        if get_broker().queue_size():
+            return []
+    except Exception:
+        logger.exception("reaper: cannot read the broker's queue size")
+        return []
+    stale = now - timedelta(seconds=settings.D2K_EVALUATION_REQUEUE_S)
+    waiting = Evaluation.objects.filter(status=EvaluationStatus.QUEUED).filter(
+        Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True)
+    )
+    sent = []
+    for pk in waiting.values_list("pk", flat=True):
+        with transaction.atomic():
+            if Evaluation.objects.filter(pk=pk, status=EvaluationStatus.QUEUED).update(
+                enqueued_at=now
+            ):
+                evaluation_enqueue(evaluation_id=pk)
+                sent.append(pk)
+    return sent
+
+
+def evaluation_reap(*, now: datetime | None = None) -> ReapReport:
+    """Queue again every evaluation that nobody will finish (docs/operations.md)."""
+    now = now or timezone.now()
+    requeued, failed = db_retry(
+        lambda: _reap_lost(now, dead_workers_only=False), what="reaping lost evaluations"
+    )
+    reenqueued = db_retry(lambda: _reenqueue_waiting(now), what="re-sending waiting evaluations")
+    report = ReapReport(requeued=requeued, failed=failed, reenqueued=reenqueued)
+    if requeued or failed or reenqueued:
+        logger.info("reaper: %s", report)
+    return report
+
+
+@contextmanager
+def heartbeat(*, evaluation_id: int, worker: str) -> Iterator[Heartbeat]:
+    beat = Heartbeat(evaluation_id=evaluation_id, worker=worker)
+    beat.start()
+    try:
+        yield beat
+    finally:
+        beat.stop()

@@ -1,0 +1,137 @@
+"""An evaluation worker's life: its start-up clean-up, its process tree, its loop.
+
+`manage.py evaluation_worker` runs django-q2's cluster under `worker_serve`, which
+adds what the cluster lacks for jobs that run for minutes: every process of the
+cluster, and every evaluator it starts, dies with the worker (a SIGKILL of the
+worker leaves nothing running), the scratch folders of dead workers are removed
+at the next start, their evaluations are taken back at once, and the reaper runs
+every few seconds in the worker's own main process (never behind a long
+evaluation in the queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing.util
+import os
+import shutil
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from evaluator.harness.proctree import die_with_parent
+from evaluator.services.jobs import _reap_lost, db_retry, evaluation_reap, pid_alive
+
+logger = logging.getLogger("evaluator.services.worker")
+
+
+# --- a worker's start -------------------------------------------------------------
+
+
+def work_dir_root() -> Path:
+    root = Path(settings.D2K_WORK_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def work_dir_prefix(*, pid: int | None = None) -> str:
+    """Scratch folders of one worker process: `<host>-<pid>-…` (removed when it is dead)."""
+    return f"{socket.gethostname()}-{pid or os.getpid()}-"
+
+
+def _processes_inside(directory: Path) -> Iterator[int]:
+    """Processes whose working directory or command line lies in `directory`."""
+    target = str(directory)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(target) or target in cmdline:
+            yield int(entry.name)
+
+
+def stale_work_dirs_remove() -> list[Path]:
+    """Kill what a dead worker of this host left running and remove its scratch folders."""
+    removed = []
+    host = socket.gethostname()
+    for directory in work_dir_root().iterdir():
+        name_host, _, rest = directory.name.rpartition("-eval")[0].rpartition("-")
+        if not rest.isdigit() or name_host != host or pid_alive(int(rest)):
+            continue
+        for pid in _processes_inside(directory):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed
+
+
+@dataclass(frozen=True)
+class StartReport:
+    requeued: list[int]
+    failed: list[int]
+    removed_dirs: list[Path]
+
+    def __str__(self) -> str:
+        return (
+            f"{len(self.requeued)} evaluation(s) of dead workers on this host queued again, "
+            f"{len(self.failed)} ended worker_error, "
+            f"{len(self.removed_dirs)} stale scratch folder(s) removed"
+        )
+
+
+def worker_start() -> StartReport:
+    """At a worker's start: take back what dead workers of this host held, at once
+    (their pids are gone, so no lease needs to run out), and clear their folders."""
+    requeued, failed = db_retry(
+        lambda: _reap_lost(timezone.now(), dead_workers_only=True),
+        what="reaping evaluations of dead workers",
+    )
+    return StartReport(requeued=requeued, failed=failed, removed_dirs=stale_work_dirs_remove())
+
+
+class _AfterFork:
+    """multiprocessing runs its after-fork hooks in every process it forks."""
+
+
+_AFTER_FORK = _AfterFork()
+
+
+def _child_dies_with_parent(_: object) -> None:
+    die_with_parent()
+
+
+def worker_process_tree_bind() -> None:
+    """Every process django-q2 forks from here on (its sentinel, and the sentinel's
+    workers, pusher and monitor) is SIGKILLed when its parent dies."""
+    multiprocessing.util.register_after_fork(_AFTER_FORK, _child_dies_with_parent)
+
+
+def worker_serve(*, say: Callable[[str], None]) -> None:
+    """Run the cluster until it stops (SIGTERM or SIGINT), reaping on the way."""
+    from django_q.cluster import Cluster
+
+    worker_process_tree_bind()
+    say(f"Worker start: {worker_start()}.")
+    connections.close_all()  # never share a connection with the forked cluster
+    cluster = Cluster()
+    cluster.start()
+    interval = settings.D2K_REAP_INTERVAL_S
+    while cluster.sentinel is not None and cluster.sentinel.is_alive():
+        try:
+            evaluation_reap()
+        except Exception:  # the next round tries again; the worker keeps working
+            logger.exception("reaper round failed")
+        cluster.sentinel.join(timeout=interval)
