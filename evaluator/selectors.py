@@ -8,12 +8,15 @@ message and log) and their messages are withheld.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Prefetch
+from django.utils import timezone
 
-from evaluator.models import Evaluation, WorkloadResult
+from evaluator.models import Evaluation, EvaluationStatus, WorkloadResult
 from submissions.models import Submission
 
 RESULT_FIELDS = (
@@ -97,3 +100,85 @@ def evaluation_verdict_line(*, evaluation: Evaluation) -> str:
     if evaluation.message:
         parts.append(evaluation.message.splitlines()[0])
     return " — ".join(parts)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """Where an evaluation stands as a job, and what happens next, in one sentence."""
+
+    state: str
+    seconds_in_state: int | None
+    attempt: int
+    max_attempts: int
+    worker: str
+    heartbeat_at: datetime | None
+    lease_expires_at: datetime | None
+    queue_position: int | None
+    next_step: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "seconds_in_state": self.seconds_in_state,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "worker": self.worker,
+            "heartbeat_at": self.heartbeat_at,
+            "lease_expires_at": self.lease_expires_at,
+            "queue_position": self.queue_position,
+            "next_step": self.next_step,
+        }
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    if then is None:
+        return "never"
+    seconds = max(0, int((now - then).total_seconds()))
+    return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
+
+
+def evaluation_job_view(*, evaluation: Evaluation, now: datetime | None = None) -> JobView:
+    """The job's state for the submission page and the API (one query while queued)."""
+    now = now or timezone.now()
+    since = evaluation.state_changed_at or evaluation.created_at
+    limit = settings.D2K_EVALUATION_MAX_ATTEMPTS
+    position = None
+    if evaluation.status == EvaluationStatus.QUEUED:
+        position = Evaluation.objects.filter(
+            status=EvaluationStatus.QUEUED, created_at__lt=evaluation.created_at
+        ).count()
+        ahead = f"{position} evaluation(s) ahead of it" if position else "next in line"
+        if evaluation.attempts:
+            next_step = (
+                f"Attempt {evaluation.attempts} of {limit} did not finish "
+                f"({evaluation.last_error or 'no reason recorded'}). Waiting for a worker to "
+                f"try again ({ahead})."
+            )
+        else:
+            next_step = f"Waiting for a worker ({ahead})."
+    elif evaluation.status == EvaluationStatus.RUNNING:
+        expired = evaluation.lease_expires_at is not None and evaluation.lease_expires_at < now
+        if expired:
+            next_step = (
+                f"The worker {evaluation.worker} stopped sending heartbeats "
+                f"({_ago(now, evaluation.heartbeat_at)}): the reaper queues the evaluation "
+                "again within a minute."
+            )
+        else:
+            next_step = (
+                f"Running on {evaluation.worker} (attempt {evaluation.attempts} of {limit}); "
+                f"last heartbeat {_ago(now, evaluation.heartbeat_at)}."
+            )
+    else:
+        next_step = "Finished."
+    return JobView(
+        state=evaluation.status if not evaluation.is_finished else "finished",
+        seconds_in_state=max(0, int((now - since).total_seconds())) if since else None,
+        attempt=evaluation.attempts,
+        max_attempts=limit,
+        worker=evaluation.worker,
+        heartbeat_at=evaluation.heartbeat_at,
+        lease_expires_at=evaluation.lease_expires_at,
+        queue_position=position,
+        next_step=next_step,
+    )

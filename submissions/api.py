@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from core.auth import authenticated_user
 from evaluator.selectors import (
     RESULT_FIELDS,
+    evaluation_job_view,
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
@@ -41,6 +42,20 @@ EVALUATION_FIELDS = (
     "started_at",
     "finished_at",
 )
+
+
+class JobSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["queued", "running", "finished"])
+    seconds_in_state = serializers.IntegerField(allow_null=True)
+    attempt = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    worker = serializers.CharField(help_text="host:pid of the worker holding the evaluation.")
+    heartbeat_at = serializers.DateTimeField(allow_null=True)
+    lease_expires_at = serializers.DateTimeField(allow_null=True)
+    queue_position = serializers.IntegerField(
+        allow_null=True, help_text="Queued evaluations ahead of this one (while queued)."
+    )
+    next_step = serializers.CharField(help_text="What happens next, in one sentence.")
 
 
 class WorkloadResultSerializer(serializers.Serializer):
@@ -79,6 +94,7 @@ class EvaluationSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     log = serializers.CharField()
     results = WorkloadResultSerializer(many=True)
+    job = JobSerializer()
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -127,6 +143,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
             "message": view.message,
             "log": view.log,
             "results": view.results,
+            "job": evaluation_job_view(evaluation=evaluation).as_dict(),
         }
         return EvaluationSerializer(data).data
 

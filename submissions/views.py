@@ -6,7 +6,11 @@ from django.shortcuts import redirect, render
 
 from core.auth import authenticated_user
 from core.unavailable import UNAVAILABLE, unavailable_message
-from evaluator.selectors import evaluation_latest_for_submission, evaluation_view_for_viewer
+from evaluator.selectors import (
+    evaluation_job_view,
+    evaluation_latest_for_submission,
+    evaluation_view_for_viewer,
+)
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
 from submissions.services import submission_upload
@@ -50,6 +54,9 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_get_for_viewer(user=request.user, pk=pk)
     evaluation = evaluation_latest_for_submission(submission=submission)
     view = evaluation and evaluation_view_for_viewer(evaluation=evaluation, user=request.user)
+    job = evaluation and evaluation_job_view(evaluation=evaluation)
     return render(
-        request, "submissions/detail.html", {"submission": submission, "evaluation": view}
+        request,
+        "submissions/detail.html",
+        {"submission": submission, "evaluation": view, "job": job},
     )

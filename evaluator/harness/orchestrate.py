@@ -113,6 +113,9 @@ def evaluate(
             "",
             started,
         )
+    problem = sandbox.unavailable()
+    if problem is not None:
+        return _verdict(task, mode, Status.WORKER_ERROR, problem, [], [], env_info, "", started)
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()

@@ -73,20 +73,32 @@ class Limits:
 
 
 @cache
-def isolation_level() -> str:
-    forced = os.environ.get("D2K_SANDBOX", "auto")
-    if forced in ("bwrap", "process"):
-        return forced
+def _bwrap_works() -> bool:
     bwrap = shutil.which("bwrap")
     if not bwrap:
-        return "process"
+        return False
     probe = subprocess.run(
         [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
         capture_output=True,
         timeout=20,
         check=False,
     )
-    return "bwrap" if probe.returncode == 0 else "process"
+    return probe.returncode == 0
+
+
+def isolation_level() -> str:
+    forced = os.environ.get("D2K_SANDBOX", "auto")
+    if forced in ("bwrap", "process"):
+        return forced
+    return "bwrap" if _bwrap_works() else "process"
+
+
+def unavailable() -> str | None:
+    """Why the sandbox this worker is told to use cannot run here (our fault), or None."""
+    if os.environ.get("D2K_SANDBOX", "auto") == "bwrap" and not _bwrap_works():
+        found = "does not work" if shutil.which("bwrap") else "is not installed"
+        return f"D2K_SANDBOX=bwrap, but bubblewrap {found} on this worker"
+    return None
 
 
 @dataclass(frozen=True)

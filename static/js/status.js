@@ -8,6 +8,7 @@
     return;
   }
   var url = badge.dataset.statusUrl;
+  var note = document.getElementById("live-job");
   var PENDING = ["queued", "running"];
 
   function poll() {
@@ -27,6 +28,9 @@
         if (status) {
           badge.textContent = status;
           badge.className = "status status-" + status;
+        }
+        if (note && data.evaluation && data.evaluation.job) {
+          note.textContent = data.evaluation.job.next_step;
         }
         window.setTimeout(poll, 2000);
       })

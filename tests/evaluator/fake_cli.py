@@ -96,7 +96,7 @@ record = {{
     "kernel": open(kernel, encoding="utf-8").read(),
     "kernel_name": os.path.basename(kernel),
     "catalog": sorted(os.listdir(catalog)),
-    "env": sorted(os.environ),
+    "env": dict(os.environ),
 }}
 with open(os.path.join(here, "calls.jsonl"), "a") as f:
     f.write(json.dumps(record) + "\\n")

@@ -1,9 +1,12 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import OperationalError
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from core.unavailable import ServiceUnavailable
+from submissions import api as submissions_api
 from submissions.models import Submission
 from tests.factories import (
     EvaluationFactory,
@@ -163,3 +166,68 @@ def test_the_schema_documents_the_submission_endpoints(client):
     response = client.get(reverse("api-schema"))
     assert response.status_code == 200
     assert b"/api/submissions/{id}/" in response.content
+
+
+def test_the_same_file_again_is_200_with_the_stored_submissions_id(api, eval_task_version):
+    first = api.post(LIST, {"task": "row_softmax", "source": SOURCE}, format="json")
+    again = api.post(LIST, {"task": "row_softmax", "source": SOURCE}, format="json")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    assert Submission.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("import torch\ndef f(:\n", "Python syntax error at line 2"),
+        ("class Model:\n    pass\n", "defines no `ModelNew`"),
+    ],
+)
+def test_a_file_that_cannot_be_a_kernel_is_400_at_upload(api, eval_task_version, source, message):
+    response = api.post(LIST, {"task": "row_softmax", "source": source}, format="json")
+    assert response.status_code == 400
+    assert message in response.json()["source"][0]
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OperationalError("database is locked"),
+        ServiceUnavailable("The evaluation queue is unavailable right now, so nothing was stored."),
+    ],
+)
+def test_an_unavailable_database_or_queue_is_503_in_json_not_500(
+    api, eval_task_version, monkeypatch, error
+):
+    def unavailable(**kwargs):
+        raise error
+
+    monkeypatch.setattr(submissions_api, "submission_upload", unavailable)
+    response = api.post(LIST, {"task": "row_softmax", "source": SOURCE}, format="json")
+    assert response.status_code == 503
+    assert "nothing was stored" in response.json()["detail"]
+    assert response["Retry-After"] == "30"
+
+
+def test_a_queue_that_does_not_answer_stores_nothing(api, eval_task_version, monkeypatch):
+    from submissions import services
+
+    def down():
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(services, "broker_ping", down)
+    response = api.post(LIST, {"task": "row_softmax", "source": SOURCE}, format="json")
+    assert response.status_code == 503
+    assert "queue is unavailable" in response.json()["detail"]
+    assert not Submission.objects.exists()
+
+
+def test_the_detail_shows_the_jobs_state_and_what_happens_next(api, user):
+    evaluation = EvaluationFactory(
+        submission=SubmissionFactory(owner=user), status="queued", finished_at=None
+    )
+    job = api.get(detail_url(evaluation.submission.pk)).json()["evaluation"]["job"]
+    assert job["state"] == "queued"
+    assert job["attempt"] == 0 and job["max_attempts"] == 3
+    assert job["next_step"] == "Waiting for a worker (next in line)."

@@ -245,3 +245,62 @@ def test_my_private_submission_is_visible_to_me(signed_in, user):
     response = _detail(signed_in, submission)
     assert response.status_code == 200
     assert "No evaluation yet" in response.content.decode()
+
+
+def test_the_same_file_again_shows_the_stored_submission(signed_in, eval_task_version):
+    data = {"task": "row_softmax", "source": SOURCE, "is_public": "on"}
+    first = signed_in.post(UPLOAD, data)
+    again = signed_in.post(UPLOAD, data, follow=True)
+    assert first.status_code == 302
+    assert again.redirect_chain[-1][0] == first["Location"]
+    assert "You uploaded this file before" in again.content.decode()
+    assert Submission.objects.count() == 1
+
+
+def test_an_unavailable_database_shows_the_form_with_a_503_message(
+    signed_in, eval_task_version, monkeypatch
+):
+    from django.db import OperationalError
+
+    from submissions import views
+
+    def locked(**kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(views, "submission_upload", locked)
+    response = signed_in.post(UPLOAD, {"task": "row_softmax", "source": SOURCE})
+    assert response.status_code == 503
+    body = response.content.decode()
+    assert "nothing was stored" in body and "<form" in body
+    assert not Submission.objects.exists()
+
+
+def test_an_unavailable_database_elsewhere_is_a_503_page_not_a_500(client, monkeypatch):
+    from django.db import OperationalError
+
+    from task_catalog import views
+
+    def locked(*args, **kwargs):
+        raise OperationalError("unable to open database file")
+
+    monkeypatch.setattr(views, "render", locked)
+    response = client.get(reverse("task_catalog:list"))
+    assert response.status_code == 503
+    assert "Unavailable for a moment" in response.content.decode()
+
+
+def test_a_running_evaluation_shows_its_worker_attempt_and_next_step(client, user):
+    from django.utils import timezone
+
+    evaluation = EvaluationFactory(
+        submission__owner=user,
+        status="running",
+        finished_at=None,
+        worker="gpu-3:777",
+        attempts=2,
+        heartbeat_at=timezone.now(),
+        lease_expires_at=timezone.now() + timezone.timedelta(seconds=60),
+    )
+    body = _detail(client, evaluation.submission).content.decode()
+    assert "2 of 3" in body
+    assert "Running on gpu-3:777 (attempt 2 of 3); last heartbeat 0 s ago." in body
