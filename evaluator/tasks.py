@@ -4,7 +4,8 @@ from evaluator import services
 
 
 def evaluation_run(evaluation_pk: int) -> str | None:
-    evaluation = services.evaluation_run(evaluation_id=evaluation_pk)
+    """Woken by the message of `evaluation_pk`: runs the oldest queued evaluation."""
+    evaluation = services.evaluation_run_next(hint=evaluation_pk)
     return evaluation.status if evaluation is not None else None
 
 

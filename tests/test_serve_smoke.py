@@ -1,4 +1,4 @@
-"""The deployment path for real: a queued evaluation picked up by a running qcluster worker.
+"""The deployment path for real: a queued evaluation picked up by a running evaluation worker.
 
 Runs manage.py in subprocesses against a file database, once with django-q2's
 ORM broker (the embedded default) and once with Redis (the scale-out path).
@@ -71,7 +71,7 @@ def test_uploaded_kernel_is_evaluated_by_a_running_worker(broker, tmp_path):
     manage(env, "migrate", "--noinput")
     manage(env, "load_catalog")
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
+        [sys.executable, "manage.py", "evaluation_worker"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -87,6 +87,6 @@ def test_uploaded_kernel_is_evaluated_by_a_running_worker(broker, tmp_path):
             status = manage(env, "shell", "-c", STATUS.format(pk=pk)).splitlines()[-1]
         assert status == "correct"
     finally:
-        # qcluster's graceful stop waits for its pool; the test needs none of that.
+        # the worker's graceful stop waits for its pool; the test needs none of that.
         os.killpg(worker.pid, 9)
         worker.wait(timeout=30)

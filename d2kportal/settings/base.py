@@ -163,7 +163,7 @@ D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
 D2K_EVALUATION_MAX_ATTEMPTS = env.int("D2K_EVALUATION_MAX_ATTEMPTS", default=3)
 D2K_EVALUATION_REQUEUE_S = env.int("D2K_EVALUATION_REQUEUE_S", default=120)
 D2K_REAP_INTERVAL_S = env.int("D2K_REAP_INTERVAL_S", default=15)
-D2K_WORK_DIR = env.path("D2K_WORK_DIR", default=Path(tempfile.gettempdir()) / "d2k-worker")
+D2K_WORK_DIR = Path(env("D2K_WORK_DIR", default="") or Path(tempfile.gettempdir()) / "d2k-worker")
 
 LOGGING = {
     "version": 1,

@@ -10,6 +10,7 @@ from evaluator.services.evaluations import (
     evaluation_create,
     evaluation_review,
     evaluation_run,
+    evaluation_run_next,
 )
 from evaluator.services.jobs import (
     broker_ping,
@@ -36,6 +37,7 @@ __all__ = [
     "evaluation_reap",
     "evaluation_review",
     "evaluation_run",
+    "evaluation_run_next",
     "evaluation_safety_timeout",
     "worker_serve",
     "worker_start",

@@ -16,6 +16,7 @@ from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResul
 from evaluator.services.jobs import (
     db_retry,
     evaluation_claim,
+    evaluation_claim_next,
     evaluation_enqueue,
     evaluation_locked_if_owned,
     evaluation_requeue,
@@ -59,7 +60,7 @@ def evaluation_create(*, submission: Submission, enqueue: bool = True) -> Evalua
 
 
 def evaluation_run(*, evaluation_id: Any, requeue: bool = True) -> Evaluation | None:
-    """Run one evaluation to a verdict and store it, exactly once.
+    """Run the evaluation `evaluation_id` to a verdict and store it, exactly once.
 
     The row is claimed atomically (a second worker handed the same id leaves it
     alone) and its lease extended by a heartbeat while the evaluator runs. A worker
@@ -79,39 +80,72 @@ def evaluation_run(*, evaluation_id: Any, requeue: bool = True) -> Evaluation | 
         evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
         if evaluation is None:
             return Evaluation.objects.filter(pk=evaluation_id).first()
-        verdict: Verdict | None = None
-        with heartbeat(evaluation_id=evaluation_id, worker=worker) as beat:
-            try:
-                verdict = verdict_from_cli(evaluation)
-                reason, log = verdict.message, verdict.log
-            except WorkerError as exc:
-                logger.warning("evaluation %s: worker error: %s", evaluation.pk, exc.reason)
-                reason, log = exc.reason, exc.log
-        if beat.lost:
-            logger.warning("evaluation %s: lease lost while running; result dropped", evaluation_id)
-            return Evaluation.objects.filter(pk=evaluation_id).first()
-        infrastructure = verdict is None or verdict.status == EvaluationStatus.WORKER_ERROR
-        if infrastructure and evaluation.attempts < settings.D2K_EVALUATION_MAX_ATTEMPTS:
-            message = f"Attempt {evaluation.attempts} hit a worker error ({reason}); retrying."
-            if requeue:
-                db_retry(
-                    partial(
-                        evaluation_requeue,
-                        evaluation_id=evaluation_id,
-                        worker=worker,
-                        reason=message,
-                    ),
-                    what=f"requeue of evaluation {evaluation_id}",
-                )
-                return Evaluation.objects.filter(pk=evaluation_id).first()
+        finished = _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=requeue)
+        if finished is not None or requeue:
+            return finished or Evaluation.objects.filter(pk=evaluation_id).first()
+
+
+def evaluation_run_next(*, hint: Any = None) -> Evaluation | None:
+    """The queue's entry: run the oldest queued evaluation, whichever message woke us.
+
+    Each queued evaluation has a message, so each message runs one evaluation; but
+    taking the oldest rather than the message's own means that an evaluation a dead
+    worker lost, queued again, runs before the ones uploaded after it. `hint` (the
+    message's id) only names what woke the worker in the log.
+    """
+    worker = worker_id()
+    evaluation = evaluation_claim_next(worker=worker)
+    if evaluation is None:
+        known = (pk := _int_or_none(hint)) is not None and Evaluation.objects.filter(pk=pk).exists()
+        if hint is not None and not known:
+            logger.error("evaluation_run: ignoring unknown evaluation id %r", hint)
+        return None
+    return _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=True) or (
+        Evaluation.objects.filter(pk=evaluation.pk).first()
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -> Evaluation | None:
+    """One attempt of a claimed evaluation: the stored evaluation, or None when it went
+    back to the queue (or was lost to the reaper meanwhile)."""
+    evaluation_id = evaluation.pk
+    verdict: Verdict | None = None
+    with heartbeat(evaluation_id=evaluation_id, worker=worker) as beat:
+        try:
+            verdict = verdict_from_cli(evaluation)
+            reason, log = verdict.message, verdict.log
+        except WorkerError as exc:
+            logger.warning("evaluation %s: worker error: %s", evaluation_id, exc.reason)
+            reason, log = exc.reason, exc.log
+    if beat.lost:
+        logger.warning("evaluation %s: lease lost while running; result dropped", evaluation_id)
+        return None
+    infrastructure = verdict is None or verdict.status == EvaluationStatus.WORKER_ERROR
+    if infrastructure and evaluation.attempts < settings.D2K_EVALUATION_MAX_ATTEMPTS:
+        message = f"Attempt {evaluation.attempts} hit a worker error ({reason}); retrying."
+        if requeue:
+            db_retry(
+                partial(
+                    evaluation_requeue, evaluation_id=evaluation_id, worker=worker, reason=message
+                ),
+                what=f"requeue of evaluation {evaluation_id}",
+            )
+        else:
             _evaluation_back_to_queue(evaluation_id=evaluation_id, worker=worker, reason=message)
-            continue
-        if verdict is None:
-            verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log=log)
-        return db_retry(
-            partial(_evaluation_store, evaluation_id=evaluation_id, worker=worker, verdict=verdict),
-            what=f"store of evaluation {evaluation_id}",
-        )
+        return None
+    if verdict is None:
+        verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log=log)
+    return db_retry(
+        partial(_evaluation_store, evaluation_id=evaluation_id, worker=worker, verdict=verdict),
+        what=f"store of evaluation {evaluation_id}",
+    )
 
 
 def _evaluation_back_to_queue(*, evaluation_id: int, worker: str, reason: str) -> None:

@@ -161,6 +161,35 @@ def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
     ).get(pk=evaluation_id)
 
 
+def evaluation_claim_next(*, worker: str) -> Evaluation | None:
+    """Take the oldest queued evaluation for `worker`, or None when none is queued.
+
+    PostgreSQL skips rows another claimer has locked; SQLite's immediate
+    transactions let one writer at a time choose. The conditional update settles
+    any race that remains.
+    """
+
+    def claim() -> int | None:
+        for _ in range(10):
+            with transaction.atomic():
+                rows = Evaluation.objects.filter(status=EvaluationStatus.QUEUED)
+                if connection.features.has_select_for_update_skip_locked:
+                    rows = rows.select_for_update(skip_locked=True)
+                pk = rows.order_by("created_at", "pk").values_list("pk", flat=True).first()
+            if pk is None:
+                return None
+            if evaluation_claim(evaluation_id=pk, worker=worker) is not None:
+                return pk
+        return None
+
+    pk = db_retry(claim, what="claim of the next evaluation")
+    if pk is None:
+        return None
+    return Evaluation.objects.select_related(
+        "submission__task", "submission__task_version__task"
+    ).get(pk=pk)
+
+
 def _owned(evaluation_id: int, worker: str) -> Q:
     return Q(pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker)
 

@@ -241,3 +241,16 @@ def test_the_reaper_schedule_exists_after_migrate():
     from django_q.models import Schedule
 
     assert Schedule.objects.filter(func="evaluator.tasks.evaluation_reap", minutes=1).exists()
+
+
+def test_a_message_runs_the_oldest_queued_evaluation_first(queued, fake_cli, sent):
+    newer = EvaluationFactory(
+        submission=SubmissionFactory(task_version=queued.submission.task_version),
+        status="queued",
+        finished_at=None,
+    )
+    finished = tasks.evaluation_run(newer.pk)  # woken by the newer one's message
+    assert finished == "correct"
+    queued.refresh_from_db()
+    newer.refresh_from_db()
+    assert (queued.status, newer.status) == ("correct", "queued")
