@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -13,6 +14,9 @@ from django.db import transaction
 from evaluator.services import evaluation_create
 from submissions.models import Submission
 from task_catalog.models import Task
+
+if TYPE_CHECKING:
+    from runs.models import Run
 
 DEFAULT_FILENAME = "kernel.py"
 _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -72,11 +76,12 @@ def submission_create(
     source: str | bytes,
     filename: str | None = DEFAULT_FILENAME,
     is_public: bool = True,
+    run: Run | None = None,
 ) -> Submission:
     """Store a kernel file pinned to the task's current version and queue its evaluation.
 
     `task` is a Task or its slug. Raises ValidationError for unknown tasks and for
-    empty, binary, non-UTF-8 or oversized files.
+    empty, binary, non-UTF-8 or oversized files. `run`: the agent run it belongs to.
     """
     task = _task_resolve(task)
     if task.current_version_id is None:
@@ -97,6 +102,7 @@ def submission_create(
             source=text,
             sha256=Submission.digest(text),
             is_public=is_public,
+            run=run,
         )
         submission.full_clean()
         submission.save()
