@@ -151,8 +151,17 @@ def _evaluation_store(*, evaluation: Evaluation, verdict: Verdict) -> Evaluation
         for result in verdict.workloads:
             result.evaluation = evaluation
         WorkloadResult.objects.bulk_create(verdict.workloads)
+        if run_id := evaluation.submission.run_id:
+            transaction.on_commit(lambda: _run_refresh_state(run_id=run_id))
     logger.info("evaluation %s: %s", evaluation.pk, evaluation.status)
     return evaluation
+
+
+def _run_refresh_state(*, run_id: int) -> None:
+    # Imported here: runs.services builds on submissions.services, which imports this module.
+    from runs.services import run_refresh_state
+
+    run_refresh_state(run_id=run_id)
 
 
 # --- review -------------------------------------------------------------------
