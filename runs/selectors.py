@@ -234,7 +234,7 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
     except (TypeError, ValueError):
         number = 0
     event_type = event_type or None
-    with default_storage.open(trace.file.name, "rb") as handle:
+    with default_storage.open(str(trace.file.name), "rb") as handle:
         events, count = trace_page_read(
             handle=handle,
             pages=trace.pages,

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from runs.bundle import Bundle, BundleError, BundleLimits, bundle_validate
@@ -169,7 +170,7 @@ def run_refresh_state(*, run_id: int) -> Run | None:
 # --- pairing ------------------------------------------------------------------
 
 
-def _twin_candidates(*, run: Run):  # type: ignore[no-untyped-def]
+def _twin_candidates(*, run: Run) -> QuerySet[Run]:
     """Runs that may pair with `run`: the same owner, model, agent and catalog version,
     the other side of the guidance divide (one run without guidance, one with)."""
     others = Run.objects.filter(
@@ -234,3 +235,28 @@ def run_unpair(*, run: Run, user: User) -> Run:
     run.pair = None
     run.save(update_fields=["pair", "updated_at"])
     return run
+
+
+# --- the example campaign -------------------------------------------------------
+
+EXAMPLE_USERNAME = "example"
+
+
+def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
+    """Upload the example pair (runs.examples) as user `example`, unless this catalog
+    version has it already; returns the runs it stored (none the second time)."""
+    from accounts.services import bot_user_create
+    from runs.examples import EXAMPLE_RUNS, example_bundle_build
+
+    user = User.objects.filter(username=EXAMPLE_USERNAME).first() or bot_user_create(
+        username=EXAMPLE_USERNAME
+    )
+    version = catalog_version_current()
+    if Run.objects.filter(owner=user, is_example=True, catalog_version=version).exists():
+        return []
+    return [
+        run_create_from_bundle(
+            owner=user, data=example_bundle_build(name=name, tasks=tasks), is_example=True
+        )
+        for name in EXAMPLE_RUNS
+    ]
