@@ -164,7 +164,8 @@ def example_bundle_build(
         p.stem: p.read_text()
         for p in sorted((directory / EXAMPLE_RUNS[0] / "kernels").glob("*.py"))
     }
-    wanted = set(tasks) if tasks is not None else set(kernels) | set(proposals)
+    available = set(kernels) | set(proposals)
+    wanted = available & set(tasks) if tasks is not None else available
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
 

@@ -244,7 +244,10 @@ EXAMPLE_USERNAME = "example"
 
 def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
     """Upload the example pair (runs.examples) as user `example`, unless this catalog
-    version has it already; returns the runs it stored (none the second time)."""
+    version has it already; returns the runs it stored (none the second time).
+
+    Only the example's tasks that the catalog holds are uploaded (all of them by
+    default): a task added to the catalog later is simply missing from the runs."""
     from accounts.services import bot_user_create
     from runs.examples import EXAMPLE_RUNS, example_bundle_build
 
@@ -254,6 +257,8 @@ def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
     version = catalog_version_current()
     if Run.objects.filter(owner=user, is_example=True, catalog_version=version).exists():
         return []
+    slugs = set(Task.objects.filter(current_version__isnull=False).values_list("slug", flat=True))
+    tasks = sorted(slugs & set(tasks)) if tasks is not None else sorted(slugs)
     return [
         run_create_from_bundle(
             owner=user, data=example_bundle_build(name=name, tasks=tasks), is_example=True

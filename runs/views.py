@@ -10,6 +10,7 @@ from core.auth import authenticated_user
 from runs.bundle import schema_load
 from runs.forms import BundleUploadForm, PairForm
 from runs.selectors import (
+    EXAMPLE_LABEL,
     run_detail,
     run_get_for_viewer,
     run_list_for_viewer,
@@ -83,7 +84,10 @@ def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
     event_type = request.GET.get("type") or None
     page = trace_page(trace=found, page=request.GET.get("page", 0), event_type=event_type)
     types = sorted(found.event_types, key=lambda t: (t not in KNOWN_TYPES, t == MALFORMED, t))
-    return render(request, "runs/trace.html", {"view": page, "types": types})
+    label = EXAMPLE_LABEL if found.run.is_example else None
+    return render(
+        request, "runs/trace.html", {"view": page, "types": types, "example_label": label}
+    )
 
 
 def trace_raw(request: HttpRequest, pk: int, task: str) -> FileResponse:
