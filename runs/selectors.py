@@ -241,6 +241,7 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
             submit_lines=trace.submit_lines,
             page=number,
             event_type=event_type,
+            problems=trace.problems,
         )
     # The jump to the final kernel always lands on the unfiltered page that holds it.
     final_page = None

@@ -119,7 +119,7 @@ def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -
 
 def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _StoredTrace:
     summary = trace_summarize(data=raw, final_source=bundle.kernels.get(task.slug))
-    packed = trace_pack(data=raw)
+    packed = trace_pack(data=raw, line_types=summary.line_types)
     name = default_storage.save(
         f"runs/{run.pk}/traces/{task.slug}.jsonl.gz", ContentFile(packed.data)
     )

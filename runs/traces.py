@@ -16,9 +16,12 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import IO, Any
 
-from runs.bundle import _validator
+from jsonschema import Draft202012Validator
+
+from runs.bundle import schema_load
 
 PAGE_LINES = 200
 MALFORMED = "malformed"
@@ -43,6 +46,7 @@ class TraceSummary:
     wall_time_s: float | None
     attempts_before_final: int
     submit_lines: list[int]
+    line_types: list[str | None]  # per line (None for a blank one), for trace_pack
     final_submit_turn: int | None
     final_submit_line: int | None
     end_reason: str
@@ -70,7 +74,20 @@ class TraceEvent:
         return self.type in KNOWN_TYPES
 
 
-def _event_decode(text: str) -> tuple[dict[str, Any] | None, str]:
+@cache
+def _type_validator(kind: str) -> Draft202012Validator:
+    """The trace schema narrowed to one event type: the base rules plus that type's
+    `then` branch, so that a line is checked against one branch, not all six `if`s."""
+    schema = schema_load("trace-v1")
+    base = {k: v for k, v in schema.items() if k not in ("allOf", "$id", "title")}
+    for rule in schema["allOf"]:
+        if rule["if"]["properties"]["type"]["const"] == kind:
+            base = {"allOf": [base, rule["then"]]}
+            break
+    return Draft202012Validator(base, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def _event_decode(text: str, *, check: bool = True) -> tuple[dict[str, Any] | None, str]:
     """(event, problem): the event is None when the line is not a JSON object."""
     try:
         event = json.loads(text)
@@ -78,7 +95,10 @@ def _event_decode(text: str) -> tuple[dict[str, Any] | None, str]:
         return None, f"Not JSON: {exc.msg} (column {exc.colno})."
     if not isinstance(event, dict):
         return None, "Not a JSON object: every line is one event object."
-    validator = _validator("trace-v1")
+    if not check:
+        return event, ""
+    kind = event.get("type")
+    validator = _type_validator(kind if kind in KNOWN_TYPES else "")
     if validator.is_valid(event):
         return event, ""
     error = min(validator.iter_errors(event), key=lambda e: len(list(e.absolute_path)))
@@ -126,9 +146,11 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
     attempt_lines: list[int] = []
     wanted = final_source.strip() if final_source else None
     events = 0
+    line_types: list[str | None] = []
     for number, raw in enumerate(_lines(data), start=1):
         text = raw.decode("utf-8").rstrip("\r")
         if not text.strip():
+            line_types.append(None)
             continue
         events += 1
         event, problem = _event_decode(text)
@@ -136,9 +158,11 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
             problems.append({"line": number, "message": problem})
         if event is None:
             types[MALFORMED] += 1
+            line_types.append(MALFORMED)
             continue
         kind = str(event.get("type") or "?")
         types[kind] += 1
+        line_types.append(kind)
         ts = _timestamp(event.get("ts"))
         if ts is not None:
             first_ts = ts if first_ts is None else min(first_ts, ts)
@@ -183,6 +207,7 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
         wall_time_s=None if first_ts is None or last_ts is None else round(last_ts - first_ts, 3),
         attempts_before_final=sum(1 for n in attempt_lines if final_line is None or n < final_line),
         submit_lines=[s[0] for s in submits],
+        line_types=line_types,
         final_submit_turn=final[1] if final else None,
         final_submit_line=final_line,
         end_reason=end_reason,
@@ -197,9 +222,12 @@ def _line_type(text: str) -> str:
     return str(event.get("type") or "?") if isinstance(event, dict) else MALFORMED
 
 
-def trace_pack(*, data: bytes, page_lines: int = PAGE_LINES) -> PackedTrace:
+def trace_pack(
+    *, data: bytes, line_types: list[str | None] | None = None, page_lines: int = PAGE_LINES
+) -> PackedTrace:
     """The raw trace as gzip members of `page_lines` lines each, with the page index:
-    `{"offset", "length", "first_line", "lines", "types"}` per member."""
+    `{"offset", "length", "first_line", "lines", "types"}` per member. `line_types`
+    (from trace_summarize) saves parsing every line a second time."""
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -213,7 +241,10 @@ def trace_pack(*, data: bytes, page_lines: int = PAGE_LINES) -> PackedTrace:
         last = start + page_lines >= len(lines)
         body = b"\n".join(chunk) + (b"\n" if not last or ends_with_newline else b"")
         member = gzip.compress(body, compresslevel=6, mtime=0)
-        types = Counter(_line_type(c.decode("utf-8")) for c in chunk if c.strip())
+        if line_types is None:
+            types = Counter(_line_type(c.decode("utf-8")) for c in chunk if c.strip())
+        else:
+            types = Counter(t for t in line_types[start : start + page_lines] if t is not None)
         pages.append(
             {
                 "offset": len(out),
@@ -236,8 +267,10 @@ def _member_lines(handle: IO[bytes], page: dict[str, Any]) -> list[tuple[int, st
     ]
 
 
-def _event_from_line(number: int, text: str) -> TraceEvent:
-    event, problem = _event_decode(text)
+def _event_from_line(number: int, text: str, problems: dict[int, str]) -> TraceEvent:
+    # Checked against the schema once, at upload: the stored problems say what was wrong.
+    event, problem = _event_decode(text, check=False)
+    problem = problems.get(number, problem)
     if event is None:
         return TraceEvent(
             line=number, type=MALFORMED, data={}, raw=text[:_RAW_SHOWN], problem=problem
@@ -259,7 +292,7 @@ def _submission_source(handle: IO[bytes], pages: list[dict[str, Any]], line: int
     page = pages[page_of_line(pages=pages, line=line)]
     for number, text in _member_lines(handle, page):
         if number == line:
-            event, _ = _event_decode(text)
+            event, _ = _event_decode(text, check=False)
             source = event.get("source") if event else None
             return source if isinstance(source, str) else None
     return None
@@ -285,10 +318,13 @@ def trace_page_read(
     submit_lines: list[int],
     page: int,
     event_type: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
 ) -> tuple[list[TraceEvent], int]:
     """One page of events (PAGE_LINES of them; of `event_type` only, if given) and the
     page count. Each submit carries its diff against the submit before it, read from
-    that submit's member when it lies on an earlier page."""
+    that submit's member when it lies on an earlier page. `problems` are the trace's
+    stored problems, shown on their lines."""
+    by_line = {p["line"]: p["message"] for p in problems or []}
     if event_type:
         counts = [p["types"].get(event_type, 0) for p in pages]
         total = sum(counts)
@@ -301,11 +337,13 @@ def trace_page_read(
             elif seen + count <= lo:
                 before = seen + count
             seen += count
+        # A cheap textual test first: most lines of a long trace are not of the type.
+        marker = re.compile(rf'"type"\s*:\s*{re.escape(json.dumps(event_type))}')
         events = [
-            _event_from_line(n, t)
+            _event_from_line(n, t, by_line)
             for member in chosen
             for n, t in _member_lines(handle, member)
-            if t.strip() and _line_type(t) == event_type
+            if (event_type == MALFORMED or marker.search(t)) and _line_type(t) == event_type
         ]
         skip = lo - before
         events = events[skip : skip + PAGE_LINES]
@@ -314,7 +352,9 @@ def trace_page_read(
         if not 0 <= page < len(pages):
             return [], page_count
         events = [
-            _event_from_line(n, t) for n, t in _member_lines(handle, pages[page]) if t.strip()
+            _event_from_line(n, t, by_line)
+            for n, t in _member_lines(handle, pages[page])
+            if t.strip()
         ]
     return _with_diffs(handle, pages, submit_lines, events), page_count
 
