@@ -22,3 +22,13 @@ def token_regenerate(*, user: User) -> Token:
     """Revoke the user's API token (if any) and issue a new one."""
     Token.objects.filter(user=user).delete()
     return Token.objects.create(user=user)
+
+
+@transaction.atomic
+def bot_user_create(*, username: str) -> User:
+    """A user that signs in with an API token only (no usable password): a lab's upload bot."""
+    user = get_user_model()(username=username)
+    user.set_unusable_password()
+    user.full_clean()
+    user.save()
+    return user

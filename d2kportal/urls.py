@@ -2,10 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from runs import views as runs_views
+
 urlpatterns = [
     path("", include("leaderboard.urls")),
     path("tasks/", include("task_catalog.urls")),
     path("submissions/", include("submissions.urls")),
+    path("runs/", include("runs.urls")),
+    path("schemas/runs/<slug:name>.json", runs_views.schema, name="run-schema"),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("d2kportal.api_urls")),

@@ -7,13 +7,14 @@ message and log) and their messages are withheld.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Prefetch
+from django.db.models import OuterRef, Prefetch, Subquery
 from django.utils import timezone
 
 from evaluator.models import Evaluation, EvaluationStatus, WorkloadResult
@@ -59,6 +60,23 @@ def evaluation_latest_for_submission(*, submission: Submission) -> Evaluation | 
         .order_by("-created_at", "-pk")
         .first()
     )
+
+
+def evaluation_latest_by_submission(*, submission_ids: Iterable[int]) -> dict[int, Evaluation]:
+    """The newest evaluation of each of `submission_ids` with its workload results, by
+    submission id (two queries whatever the count); submissions never evaluated are absent."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    newest = Evaluation.objects.filter(submission=OuterRef("submission")).order_by(
+        "-created_at", "-pk"
+    )
+    evaluations = (
+        Evaluation.objects.filter(submission_id__in=ids)
+        .filter(pk=Subquery(newest.values("pk")[:1]))
+        .prefetch_related(Prefetch("results", queryset=WorkloadResult.objects.order_by("position")))
+    )
+    return {e.submission_id: e for e in evaluations}
 
 
 def evaluation_view_for_viewer(

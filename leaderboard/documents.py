@@ -21,6 +21,7 @@ from task_catalog.rendering import PYGMENTS_CSS_CLASS, SAFE_ATTRIBUTES
 DOCUMENTS = {
     "evaluator": ("evaluator.md", "How submissions are evaluated"),
     "benchmarks": ("benchmarks.md", "Measured on the GPU"),
+    "run-format": ("run-format.md", "Run bundles and agent traces"),
 }
 _EXTENSIONS = ["fenced_code", "tables", "sane_lists", "toc", "codehilite"]
 _CONFIG = {

@@ -20,9 +20,20 @@ class Submission(BaseModel):
     source = models.TextField()
     sha256 = models.CharField(max_length=64, db_index=True)
     is_public = models.BooleanField(default=True)
+    run = models.ForeignKey(
+        "runs.Run", on_delete=models.CASCADE, null=True, blank=True, related_name="submissions"
+    )
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # One kernel per task per run; lone submissions are not constrained.
+            models.UniqueConstraint(
+                fields=["run", "task"],
+                condition=models.Q(run__isnull=False),
+                name="submission_unique_run_task",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.filename}"

@@ -6,6 +6,7 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -16,6 +17,9 @@ from core.unavailable import ServiceUnavailable
 from evaluator.services import broker_ping, evaluation_create
 from submissions.models import Submission
 from task_catalog.models import Task
+
+if TYPE_CHECKING:
+    from runs.models import Run
 
 DEFAULT_FILENAME = "kernel.py"
 MODEL_CLASS = "ModelNew"
@@ -115,11 +119,12 @@ def submission_create(
     source: str | bytes,
     filename: str | None = DEFAULT_FILENAME,
     is_public: bool = True,
+    run: Run | None = None,
 ) -> Submission:
     """Store a kernel file pinned to the task's current version and queue its evaluation.
 
     `task` is a Task or its slug. Raises ValidationError for unknown tasks and for
-    empty, binary, non-UTF-8 or oversized files.
+    empty, binary, non-UTF-8 or oversized files. `run`: the agent run it belongs to.
     """
     task = _task_resolve(task)
     if task.current_version_id is None:
@@ -141,6 +146,7 @@ def submission_create(
             source=text,
             sha256=Submission.digest(text),
             is_public=is_public,
+            run=run,
         )
         submission.full_clean()
         submission.save()
@@ -183,6 +189,7 @@ def submission_upload(
         raise ValidationError({"source": exc.messages}, code=exc.code) from exc
     existing = (
         Submission.objects.filter(
+            run__isnull=True,
             owner=owner,
             task=task,
             task_version_id=task.current_version_id,

@@ -27,3 +27,34 @@ def eval_task_version(db):
     )
     WorkloadFactory(version=version, name="bf16_big", role="timed", position=2)
     return version
+
+
+# --- runs (engineer R) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def run_tasks(db):
+    """Two tasks with a current version each (row_softmax, layernorm_fwd)."""
+    from tests.factories import TaskVersionFactory, WorkloadFactory
+
+    versions = []
+    for position, slug in enumerate(("row_softmax", "layernorm_fwd")):
+        version = TaskVersionFactory(task__slug=slug, task__position=position)
+        WorkloadFactory(version=version, name="check_small", role="check", position=0)
+        versions.append(version)
+    return [v.task for v in versions]
+
+
+@pytest.fixture
+def uploader(db):
+    """A user with an API client authenticated by token."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from tests.factories import UserFactory
+
+    user = UserFactory(username="lab-bot")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.user = user
+    return client

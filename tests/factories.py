@@ -127,3 +127,20 @@ class WorkloadResultFactory(factory.django.DjangoModelFactory):
     ref_median_ms = 2.0
     speedup = factory.LazyAttribute(lambda r: r.ref_median_ms / r.median_ms)
     position = factory.Sequence(lambda n: n)
+
+
+# --- runs (engineer R) ---------------------------------------------------------------
+
+
+class RunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "runs.Run"
+
+    owner = factory.SubFactory(UserFactory)
+    model = "model-x"
+    agent = "agent-y"
+    levels = factory.LazyFunction(list)
+    condition = factory.LazyAttribute(lambda r: "+".join(r.levels) if r.levels else "none")
+    hardware = "NVIDIA H200"
+    catalog_version = "0123456789ab"
+    state = "evaluating"

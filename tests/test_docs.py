@@ -53,3 +53,25 @@ def test_every_honesty_flag_is_explained(check):
 
 def test_some_flags_are_found_in_code():
     assert {"forbidden_op", "result_channel", "escaped_work"} <= flag_checks_in_code()
+
+
+# --- runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", ["receiving", "evaluating", "complete"])
+def test_every_run_state_is_explained(state):
+    from runs.models import RunState
+
+    assert state in {s.value for s in RunState}
+    assert f"| `{state}` |" in read("docs/run-format.md")
+
+
+def test_every_trace_event_and_manifest_key_is_documented():
+    from runs.bundle import schema_load
+    from runs.traces import KNOWN_TYPES
+
+    doc = read("docs/run-format.md")
+    for kind in KNOWN_TYPES:
+        assert f"| `{kind}` |" in doc
+    for key in schema_load("manifest-v1")["properties"]:
+        assert f"| `{key}` |" in doc

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "submissions",
     "evaluator",
     "leaderboard",
+    "runs",
 ]
 
 MIDDLEWARE = [
@@ -102,6 +103,8 @@ STATICFILES_DIRS = [
     BASE_DIR / "static",
     ("vendor/plotly", Path(_plotly_spec.origin).parent / "package_data"),
 ]
+# Uploaded files that are not rows (run traces, gzip-compressed).
+MEDIA_ROOT = env.path("D2K_MEDIA_ROOT", default=BASE_DIR / "media")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
@@ -171,3 +174,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("D2K_LOG_LEVEL", default="INFO")},
 }
+
+# Agent run bundles (docs/run-format.md).
+D2K_RUN_BUNDLE_MAX_BYTES = env.int("D2K_RUN_BUNDLE_MAX_BYTES", default=64 * 1024 * 1024)
+D2K_RUN_BUNDLE_MAX_FILES = env.int("D2K_RUN_BUNDLE_MAX_FILES", default=400)
+D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES = env.int(
+    "D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES", default=512 * 1024 * 1024
+)
+D2K_RUN_BUNDLE_MAX_RATIO = env.int("D2K_RUN_BUNDLE_MAX_RATIO", default=100)
+D2K_RUN_TRACE_MAX_BYTES = env.int("D2K_RUN_TRACE_MAX_BYTES", default=128 * 1024 * 1024)

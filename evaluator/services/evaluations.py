@@ -219,6 +219,15 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     for result in verdict.workloads:
         result.evaluation = evaluation
     WorkloadResult.objects.bulk_create(verdict.workloads)
+    if run_id := evaluation.submission.run_id:
+        transaction.on_commit(lambda: _run_refresh_state(run_id=run_id))
+
+
+def _run_refresh_state(*, run_id: int) -> None:
+    # Imported here: runs.services builds on submissions.services, which imports this module.
+    from runs.services import run_refresh_state
+
+    run_refresh_state(run_id=run_id)
 
 
 # --- review -------------------------------------------------------------------

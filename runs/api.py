@@ -1,0 +1,165 @@
+"""REST API of runs (token auth): upload a bundle, read a run with its twin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.auth import authenticated_user
+from runs.bundle import BundleError
+from runs.selectors import RunDetail, TaskResult, run_detail, run_get_for_viewer
+from runs.services import BundleRejected, run_create_from_bundle
+
+ERROR_BODY = inline_serializer(
+    "RunBundleErrors",
+    {
+        "errors": serializers.ListField(
+            child=inline_serializer(
+                "RunBundleError",
+                {
+                    "file": serializers.CharField(allow_null=True),
+                    "line": serializers.IntegerField(allow_null=True),
+                    "message": serializers.CharField(),
+                },
+            )
+        )
+    },
+)
+
+
+class RunUploadSerializer(serializers.Serializer):
+    bundle = serializers.FileField(help_text="The run bundle (zip), see docs/run-format.md.")
+    is_public = serializers.BooleanField(required=False, default=True)
+
+
+def _errors(errors: list[BundleError] | tuple[BundleError, ...]) -> Response:
+    return Response({"errors": [e.as_dict() for e in errors]}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _result(result: TaskResult | None, request: HttpRequest) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    trace = result.trace
+    return {
+        "status": result.status,
+        "speedup": result.speedup,
+        "speedup_comparable": result.comparable,
+        "submission": result.submission_id,
+        "submission_url": request.build_absolute_uri(
+            reverse("submission-api-detail", args=[result.submission_id])
+        )
+        if result.submission_id
+        else None,
+        "trace": None
+        if trace is None
+        else {
+            "url": request.build_absolute_uri(
+                reverse("runs:trace", args=[trace.run_id, trace.task.slug])
+            ),
+            "events": trace.event_count,
+            "problems": trace.problems,
+            "turns_used": trace.turns_used,
+            "tool_calls": trace.tool_calls,
+            "tokens_in": trace.tokens_in,
+            "tokens_out": trace.tokens_out,
+            "wall_time_s": trace.wall_time_s,
+            "attempts_before_final": trace.attempts_before_final,
+            "submits": trace.submit_count,
+            "final_submit_turn": trace.final_submit_turn,
+            "end_reason": trace.end_reason,
+        },
+        "proposal_html": str(result.proposal) if result.proposal is not None else None,
+    }
+
+
+def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
+    """The JSON of `GET /api/runs/<id>/`: what the run page shows."""
+    run = detail.run
+    return {
+        "id": run.pk,
+        "url": request.build_absolute_uri(reverse("runs:detail", args=[run.pk])),
+        "owner": run.owner.username,
+        "model": run.model,
+        "agent": run.agent,
+        "levels": run.levels,
+        "condition": run.condition,
+        "turn_budget": run.turn_budget,
+        "hardware": run.hardware,
+        "catalog_version": run.catalog_version,
+        "notes": run.notes,
+        "is_public": run.is_public,
+        "is_example": run.is_example,
+        "example_label": detail.example_label,
+        "state": detail.state,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "pair": detail.pair.pk if detail.pair else None,
+        "pair_state": detail.pair_state,
+        "correct": detail.correct,
+        "tasks": [
+            {
+                "task": row.task.slug,
+                "result": _result(row.mine, request),
+                "pair_result": _result(row.twin, request),
+            }
+            for row in detail.rows
+        ],
+    }
+
+
+class RunCreateApi(APIView):
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": RunUploadSerializer},
+        responses={
+            201: inline_serializer(
+                "RunCreated", {"id": serializers.IntegerField(), "url": serializers.URLField()}
+            ),
+            400: OpenApiResponse(ERROR_BODY, description="Every problem of the bundle."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        upload = request.FILES.get("bundle")
+        if upload is None:
+            message = "Send the run bundle (a zip) as the multipart field `bundle`."
+            return _errors([BundleError(None, None, message)])
+        try:
+            is_public = serializers.BooleanField().to_internal_value(
+                request.POST.get("is_public", True)
+            )
+        except serializers.ValidationError:
+            return _errors([BundleError(None, None, "`is_public` must be true or false.")])
+        limit = settings.D2K_RUN_BUNDLE_MAX_BYTES
+        if upload.size > limit:
+            message = f"The bundle is {upload.size:,} bytes; the limit is {limit:,} bytes."
+            return _errors([BundleError(None, None, message)])
+        data = upload.read(limit + 1)
+        try:
+            run = run_create_from_bundle(
+                owner=authenticated_user(request.user), data=data, is_public=is_public
+            )
+        except BundleRejected as exc:
+            return _errors(exc.errors)
+        url = request.build_absolute_uri(reverse("runs:detail", args=[run.pk]))
+        return Response({"id": run.pk, "url": url}, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=inline_serializer("Run", {"id": serializers.IntegerField()}))
+    def get(self, request: Request, pk: int) -> Response:
+        run = run_get_for_viewer(user=request.user, pk=pk)
+        return Response(run_detail_data(run_detail(run=run, user=request.user), request))

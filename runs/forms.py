@@ -1,0 +1,37 @@
+from django import forms
+from django.conf import settings
+
+from runs.models import Run
+
+
+class BundleUploadForm(forms.Form):
+    bundle = forms.FileField(
+        label="Run bundle (.zip)",
+        help_text="manifest.json, kernels/<task>.py, traces/<task>.jsonl, proposals/<task>.md.",
+    )
+    is_public = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Public",
+        help_text="A public run (kernels, traces, proposals, results) is visible to everyone.",
+    )
+
+    def clean_bundle(self):
+        upload = self.cleaned_data["bundle"]
+        limit = settings.D2K_RUN_BUNDLE_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The bundle is {upload.size:,} bytes; the limit is {limit:,} bytes."
+            )
+        return upload
+
+
+class PairForm(forms.Form):
+    """Pair the run with one of the owner's runs, or (no choice) unpair it."""
+
+    other = forms.ModelChoiceField(queryset=Run.objects.none(), required=False, label="Twin")
+
+    def __init__(self, *args, candidates=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if candidates is not None:
+            self.fields["other"].queryset = candidates

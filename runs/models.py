@@ -1,0 +1,110 @@
+"""Agent runs: one campaign over the catalog, its traces and its proposals."""
+
+from django.conf import settings
+from django.db import models
+
+from core.models import BaseModel
+
+DEFAULT_TURN_BUDGET = 350
+
+
+class RunState(models.TextChoices):
+    """Where a run stands (documented in docs/run-format.md)."""
+
+    RECEIVING = "receiving"
+    EVALUATING = "evaluating"
+    COMPLETE = "complete"
+
+
+class Run(BaseModel):
+    """One agent campaign over the catalog's tasks under one condition."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
+    model = models.CharField(max_length=200, help_text="The LLM, e.g. `gpt-5-2026-08`.")
+    agent = models.CharField(max_length=200, help_text="The agent harness.")
+    levels = models.JSONField(default=list, blank=True, help_text='Guidance given: [] or "L1"…')
+    condition = models.CharField(max_length=16, help_text="`none`, or the levels joined by +.")
+    turn_budget = models.PositiveIntegerField(default=DEFAULT_TURN_BUDGET)
+    hardware = models.CharField(max_length=200)
+    catalog_version = models.CharField(
+        max_length=16, help_text="Digest of the catalog's task versions at upload."
+    )
+    notes = models.TextField(blank=True)
+    is_public = models.BooleanField(default=True)
+    is_example = models.BooleanField(
+        default=False, help_text="Example data written by hand, not an agent's output."
+    )
+    state = models.CharField(max_length=12, choices=RunState.choices, default=RunState.RECEIVING)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    pair = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["owner", "model", "agent", "catalog_version"])]
+
+    def __str__(self) -> str:
+        return f"run #{self.pk} {self.model} · {self.agent} · {self.condition}"
+
+    @property
+    def is_guided(self) -> bool:
+        return bool(self.levels)
+
+
+class Trace(BaseModel):
+    """One task's agent log: the raw JSONL stored gzip-compressed in page-sized members,
+    and the summary computed once at upload."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="traces")
+    task = models.ForeignKey("task_catalog.Task", on_delete=models.PROTECT, related_name="+")
+    file = models.FileField(upload_to="runs/traces/", max_length=300)
+    raw_bytes = models.PositiveBigIntegerField(default=0)
+    stored_bytes = models.PositiveBigIntegerField(default=0)
+    # One entry per gzip member: {"offset", "length", "first_line", "lines", "types"}.
+    pages = models.JSONField(default=list, blank=True)
+    event_count = models.PositiveIntegerField(default=0)
+    event_types = models.JSONField(default=dict, blank=True, help_text="{type: count}.")
+    problems = models.JSONField(default=list, blank=True, help_text='[{"line", "message"}].')
+    turns_used = models.PositiveIntegerField(null=True, blank=True)
+    tool_calls = models.JSONField(default=dict, blank=True, help_text="{tool name: calls}.")
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    wall_time_s = models.FloatField(null=True, blank=True)
+    attempts_before_final = models.PositiveIntegerField(default=0)
+    submit_lines = models.JSONField(default=list, blank=True, help_text="Lines of submits.")
+    final_submit_turn = models.PositiveIntegerField(null=True, blank=True)
+    final_submit_line = models.PositiveIntegerField(null=True, blank=True)
+    end_reason = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["run", "task__position", "task__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task"], name="trace_unique_run_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"trace of {self.task_id} in run #{self.run_id}"
+
+    @property
+    def submit_count(self) -> int:
+        return len(self.submit_lines)
+
+
+class Proposal(BaseModel):
+    """The design an agent proposed for a task before coding (markdown, rendered safely)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="proposals")
+    task = models.ForeignKey("task_catalog.Task", on_delete=models.PROTECT, related_name="+")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["run", "task__position", "task__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task"], name="proposal_unique_run_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal for {self.task_id} in run #{self.run_id}"

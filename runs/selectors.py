@@ -1,0 +1,257 @@
+"""Reads of the runs app. `run_get_for_viewer` is the one way to a run (and its traces)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.files.storage import default_storage
+from django.db.models import Q, QuerySet
+from django.http import Http404
+from django.utils.safestring import SafeString
+
+from evaluator.models import Evaluation
+from evaluator.selectors import evaluation_latest_by_submission
+from runs.models import Proposal, Run, RunState, Trace
+from runs.traces import TraceEvent, page_of_line, trace_page_read
+from submissions.models import Submission
+from task_catalog.models import Task
+from task_catalog.rendering import markdown_render
+
+EXAMPLE_LABEL = "Example data written by hand, not an agent's output."
+
+
+def catalog_version_current() -> str:
+    """A short digest naming the catalog as it is now: every task's current version hash.
+    Two runs uploaded against the same task versions share it."""
+    rows = Task.objects.filter(current_version__isnull=False).values_list(
+        "slug", "current_version__content_hash"
+    )
+    digest = hashlib.sha256("\n".join(f"{s}:{h}" for s, h in sorted(rows)).encode())
+    return digest.hexdigest()[:12]
+
+
+def _can_view(*, user: User | AnonymousUser, run: Run) -> bool:
+    if run.is_public:
+        return True
+    return bool(user.is_authenticated and (user.is_staff or run.owner_id == user.pk))
+
+
+def run_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> Run:
+    """The run if `user` may see it (public runs to all, private ones to the owner and
+    staff); anything else, a malformed id included, is a 404."""
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError) as exc:
+        raise Http404("No such run.") from exc
+    run = Run.objects.select_related("owner", "pair").filter(pk=pk).first()
+    if run is None or not _can_view(user=user, run=run):
+        raise Http404("No such run.")
+    return run
+
+
+def run_list_for_viewer(*, user: User | AnonymousUser) -> QuerySet[Run]:
+    """Runs `user` may see, newest first."""
+    runs = Run.objects.select_related("owner")
+    if user.is_authenticated and user.is_staff:
+        return runs
+    visible = Q(is_public=True)
+    if user.is_authenticated:
+        visible |= Q(owner_id=user.pk)
+    return runs.filter(visible)
+
+
+def run_state_derive(*, run: Run) -> str:
+    """The state from the submissions' latest evaluations: complete once every kernel's
+    evaluation has finished, evaluating before. A run still being stored is receiving."""
+    if run.state == RunState.RECEIVING:
+        return RunState.RECEIVING
+    ids = list(Submission.objects.filter(run=run).values_list("pk", flat=True))
+    latest = evaluation_latest_by_submission(submission_ids=ids)
+    if all(i in latest and latest[i].is_finished for i in ids):
+        return RunState.COMPLETE
+    return RunState.EVALUATING
+
+
+def run_pair_candidates(*, run: Run) -> QuerySet[Run]:
+    """The owner's runs that may be paired with `run` by hand."""
+    others = Run.objects.filter(owner_id=run.owner_id).exclude(pk=run.pk)
+    if run.condition == "none":
+        return others.exclude(condition="none")
+    return others.filter(condition="none")
+
+
+# --- the run page -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One run's outcome on one task."""
+
+    submission_id: int | None
+    status: str  # an evaluation status, or "missing"
+    speedup: float | None
+    comparable: bool  # timed on a GPU (cuda mode), not in the interpreter
+    trace: Trace | None
+    proposal: SafeString | None
+
+    @property
+    def is_correct(self) -> bool:
+        return self.status == "correct"
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    task: Task
+    mine: TaskResult
+    twin: TaskResult | None
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    run: Run
+    state: str
+    pair: Run | None
+    pair_state: str | None
+    rows: list[TaskRow]
+    example_label: str | None
+
+    @property
+    def correct(self) -> int:
+        return sum(r.mine.is_correct for r in self.rows)
+
+    @property
+    def trace_problem_count(self) -> int:
+        return sum(len(r.mine.trace.problems) for r in self.rows if r.mine.trace)
+
+
+def _task_speedup(evaluation: Evaluation) -> float | None:
+    """Geometric mean of the timed workloads' speedups, for a correct evaluation only."""
+    if evaluation.status != "correct":
+        return None
+    speedups = [r.speedup for r in evaluation.results.all() if r.speedup and r.speedup > 0]
+    if not speedups:
+        return None
+    return math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+
+
+def _results(run: Run, *, with_proposals: bool) -> dict[int, TaskResult]:
+    submissions = {
+        s.task_id: s for s in Submission.objects.filter(run=run).only("pk", "task_id", "run_id")
+    }
+    latest = evaluation_latest_by_submission(submission_ids=[s.pk for s in submissions.values()])
+    traces = {t.task_id: t for t in Trace.objects.filter(run=run)}
+    proposals = (
+        {p.task_id: p.text for p in Proposal.objects.filter(run=run)} if with_proposals else {}
+    )
+    results = {}
+    for task_id in set(submissions) | set(traces) | set(proposals):
+        submission = submissions.get(task_id)
+        evaluation = latest.get(submission.pk) if submission else None
+        status = (
+            "missing" if submission is None else (evaluation.status if evaluation else "queued")
+        )
+        text = proposals.get(task_id)
+        results[task_id] = TaskResult(
+            submission_id=submission.pk if submission else None,
+            status=status,
+            speedup=_task_speedup(evaluation) if evaluation else None,
+            comparable=bool(evaluation and evaluation.mode == "cuda"),
+            trace=traces.get(task_id),
+            proposal=markdown_render(text) if text is not None else None,
+        )
+    return results
+
+
+_MISSING = TaskResult(
+    submission_id=None, status="missing", speedup=None, comparable=False, trace=None, proposal=None
+)
+
+
+def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
+    """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
+    one row per catalog task (and per task the run touched) with the twin beside it."""
+    pair = run.pair if run.pair and _can_view(user=user, run=run.pair) else None
+    mine = _results(run, with_proposals=True)
+    theirs = _results(pair, with_proposals=False) if pair else {}
+    task_ids = set(mine) | set(theirs)
+    tasks = Task.objects.filter(Q(current_version__isnull=False) | Q(pk__in=task_ids))
+    rows = [
+        TaskRow(
+            task=task,
+            mine=mine.get(task.pk, _MISSING),
+            twin=theirs.get(task.pk, _MISSING) if pair else None,
+        )
+        for task in tasks.order_by("position", "slug")
+    ]
+    return RunDetail(
+        run=run,
+        state=run_state_derive(run=run),
+        pair=pair,
+        pair_state=run_state_derive(run=pair) if pair else None,
+        rows=rows,
+        example_label=EXAMPLE_LABEL if run.is_example else None,
+    )
+
+
+# --- traces -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracePage:
+    trace: Trace
+    events: list[TraceEvent]
+    page: int
+    page_count: int
+    event_type: str | None
+    final_page: int | None
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 0
+
+    @property
+    def has_next(self) -> bool:
+        return self.page + 1 < self.page_count
+
+
+def trace_get_for_viewer(*, user: User | AnonymousUser, run_pk: int | str, task: str) -> Trace:
+    """The trace of `task` in a run `user` may see, or a 404."""
+    run = run_get_for_viewer(user=user, pk=run_pk)
+    trace = Trace.objects.select_related("run", "task").filter(run=run, task__slug=task).first()
+    if trace is None:
+        raise Http404("No trace for this task in this run.")
+    return trace
+
+
+def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) -> TracePage:
+    """One page of the trace, decompressed from its own gzip member(s) only."""
+    try:
+        number = max(0, int(page))
+    except (TypeError, ValueError):
+        number = 0
+    event_type = event_type or None
+    with default_storage.open(str(trace.file.name), "rb") as handle:
+        events, count = trace_page_read(
+            handle=handle,
+            pages=trace.pages,
+            submit_lines=trace.submit_lines,
+            page=number,
+            event_type=event_type,
+            problems=trace.problems,
+        )
+    # The jump to the final kernel always lands on the unfiltered page that holds it.
+    final_page = None
+    if trace.final_submit_line is not None:
+        final_page = page_of_line(pages=trace.pages, line=trace.final_submit_line)
+    return TracePage(
+        trace=trace,
+        events=events,
+        page=min(number, count - 1) if events else number,
+        page_count=count,
+        event_type=event_type,
+        final_page=final_page,
+    )

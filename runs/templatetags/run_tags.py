@@ -1,0 +1,52 @@
+"""Template filters of the run and trace pages."""
+
+import json
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer
+
+from task_catalog.rendering import PYGMENTS_CSS_CLASS, code_highlight
+
+register = template.Library()
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Tool arguments as indented JSON (a string argument is shown as it came)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@register.filter
+def first_line(value: Any) -> str:
+    text = str(value or "").strip()
+    return text.splitlines()[0] if text else ""
+
+
+@register.filter
+def diff_highlight(diff: str) -> SafeString:
+    formatter = HtmlFormatter(cssclass=PYGMENTS_CSS_CLASS)
+    return mark_safe(highlight(diff, DiffLexer(), formatter))
+
+
+@register.filter
+def python_highlight(source: str) -> SafeString:
+    return code_highlight(source)
+
+
+@register.filter
+def speedup(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+@register.filter
+def get_item(mapping: dict[str, Any], key: str) -> Any:
+    return mapping.get(key, "")

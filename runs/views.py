@@ -1,0 +1,106 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from core.auth import authenticated_user
+from runs.bundle import schema_load
+from runs.forms import BundleUploadForm, PairForm
+from runs.selectors import (
+    EXAMPLE_LABEL,
+    run_detail,
+    run_get_for_viewer,
+    run_list_for_viewer,
+    run_pair_candidates,
+    trace_get_for_viewer,
+    trace_page,
+)
+from runs.services import BundleRejected, run_create_from_bundle, run_pair, run_unpair
+from runs.traces import KNOWN_TYPES, MALFORMED
+
+SCHEMAS = ("manifest-v1", "trace-v1")
+
+
+def run_list(request: HttpRequest) -> HttpResponse:
+    runs = run_list_for_viewer(user=request.user)[:200]
+    return render(request, "runs/list.html", {"runs": runs})
+
+
+@login_required
+def upload(request: HttpRequest) -> HttpResponse:
+    form = BundleUploadForm(request.POST or None, request.FILES or None)
+    errors = []
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data["bundle"].read()
+        try:
+            run = run_create_from_bundle(
+                owner=authenticated_user(request.user),
+                data=data,
+                is_public=form.cleaned_data["is_public"],
+            )
+        except BundleRejected as exc:
+            errors = list(exc.errors)
+        else:
+            messages.success(request, f"Run #{run.pk} is stored; its kernels are queued.")
+            return redirect("runs:detail", pk=run.pk)
+    status = 400 if form.is_bound else 200
+    return render(request, "runs/upload.html", {"form": form, "errors": errors}, status=status)
+
+
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_get_for_viewer(user=request.user, pk=pk)
+    context: dict[str, object] = {"detail": run_detail(run=run, user=request.user)}
+    if request.user.is_authenticated and request.user.pk == run.owner_id:
+        context["pair_form"] = PairForm(candidates=run_pair_candidates(run=run))
+    return render(request, "runs/detail.html", context)
+
+
+@login_required
+@require_POST
+def pair(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_get_for_viewer(user=request.user, pk=pk)
+    user = authenticated_user(request.user)
+    form = PairForm(request.POST, candidates=run_pair_candidates(run=run))
+    try:
+        if not form.is_valid():
+            raise ValidationError("Choose one of your runs on the other side of the guidance.")
+        other = form.cleaned_data["other"]
+        if other is None:
+            run_unpair(run=run, user=user)
+            messages.success(request, f"Run #{run.pk} is no longer paired.")
+        else:
+            run_pair(run=run, other=other, user=user)
+            messages.success(request, f"Run #{run.pk} is paired with run #{other.pk}.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("runs:detail", pk=run.pk)
+
+
+def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
+    found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
+    event_type = request.GET.get("type") or None
+    page = trace_page(trace=found, page=request.GET.get("page", 0), event_type=event_type)
+    types = sorted(found.event_types, key=lambda t: (t not in KNOWN_TYPES, t == MALFORMED, t))
+    label = EXAMPLE_LABEL if found.run.is_example else None
+    return render(
+        request, "runs/trace.html", {"view": page, "types": types, "example_label": label}
+    )
+
+
+def trace_raw(request: HttpRequest, pk: int, task: str) -> FileResponse:
+    found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
+    return FileResponse(
+        default_storage.open(str(found.file.name), "rb"),
+        as_attachment=True,
+        filename=f"run{found.run_id}-{found.task.slug}.jsonl.gz",
+        content_type="application/gzip",
+    )
+
+
+def schema(request: HttpRequest, name: str) -> JsonResponse:
+    if name not in SCHEMAS:
+        raise Http404("No such schema.")
+    return JsonResponse(schema_load(name), json_dumps_params={"indent": 2})

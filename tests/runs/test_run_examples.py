@@ -1,0 +1,84 @@
+"""The example campaign end to end: uploaded through the API, evaluated in interpret
+mode (the test settings run the queue synchronously), rendered, paired."""
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from runs.examples import EXAMPLE_DIR, example_bundle_build
+from runs.models import Run
+from submissions.models import Submission
+from task_catalog.services import catalog_load
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def catalog(db):
+    catalog_load(directory=ROOT / "catalog")
+
+
+def upload(client, capture, name, tasks=None):
+    data = example_bundle_build(name=name, tasks=tasks)
+    bundle = SimpleUploadedFile(f"{name}.zip", data, content_type="application/zip")
+    with capture(execute=True):
+        response = client.post("/api/runs/", {"bundle": bundle}, format="multipart")
+    assert response.status_code == 201, response.json()
+    return Run.objects.get(pk=response.json()["id"])
+
+
+def statuses(client, run):
+    body = client.get(f"/api/runs/{run.pk}/").json()
+    return body, {row["task"]: row["result"]["status"] for row in body["tasks"]}
+
+
+def test_the_example_builds_the_same_bytes_every_time():
+    assert example_bundle_build(name="with_guidance") == example_bundle_build(name="with_guidance")
+    assert sorted(p.name for p in EXAMPLE_DIR.iterdir()) == ["with_guidance", "without_guidance"]
+
+
+def test_two_example_kernels_upload_evaluate_pair_and_render(
+    uploader, catalog, django_capture_on_commit_callbacks, client
+):
+    plain = upload(
+        uploader,
+        django_capture_on_commit_callbacks,
+        "without_guidance",
+        tasks=["row_softmax", "paged_attention_decode"],
+    )
+    guided = upload(uploader, django_capture_on_commit_callbacks, "with_guidance", ["row_softmax"])
+    assert Submission.objects.count() == 2
+    body, mine = statuses(client, plain)
+    assert body["pair"] == guided.pk and body["state"] == "complete" and body["is_example"]
+    assert mine["row_softmax"] == "correct"
+    assert mine["paged_attention_decode"] == "missing"
+    paged = next(r for r in body["tasks"] if r["task"] == "paged_attention_decode")["result"]
+    assert paged["trace"]["end_reason"] == "turn_budget_exhausted"
+    assert paged["trace"]["turns_used"] == 350 and paged["trace"]["problems"]
+    page = client.get(f"/runs/{plain.pk}/").content.decode()
+    assert "Example data written by hand" in page and f"run #{guided.pk}" in page
+    trace = client.get(f"/runs/{guided.pk}/traces/row_softmax/").content.decode()
+    assert "Jump to the final kernel" in trace
+
+
+@pytest.mark.slow
+def test_the_whole_example_pair_uploads_and_every_kernel_is_evaluated(
+    uploader, catalog, django_capture_on_commit_callbacks, client
+):
+    plain = upload(uploader, django_capture_on_commit_callbacks, "without_guidance")
+    guided = upload(uploader, django_capture_on_commit_callbacks, "with_guidance")
+    assert all(s.evaluations.latest("created_at").is_finished for s in Submission.objects.all())
+    plain_body, weak = statuses(client, plain)
+    guided_body, strong = statuses(client, guided)
+    assert plain_body["pair"] == guided.pk and guided_body["pair"] == plain.pk
+    assert plain_body["state"] == guided_body["state"] == "complete"
+    assert set(strong.values()) == {"correct"}
+    assert weak["prefix_scan"] == "incorrect"
+    assert {t for t, s in weak.items() if s == "missing"} == {
+        "flash_attention_fwd",
+        "paged_attention_decode",
+    }
+    for row in guided_body["tasks"]:
+        assert client.get(f"/runs/{guided.pk}/traces/{row['task']}/").status_code == 200

@@ -1,0 +1,207 @@
+"""The run pages: upload form, run page with its twin, the trace viewer, the schemas."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from runs.models import Run
+from runs.services import run_create_from_bundle
+from runs.traces import PAGE_LINES
+from tests.factories import UserFactory
+from tests.runs.bundles import good_files, make_zip, trace_lines
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored(run_tasks, fake_cli, django_capture_on_commit_callbacks):
+    """A public pair: a run without guidance and its twin with guidance."""
+    owner = UserFactory(username="ada")
+
+    def create(files, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return run_create_from_bundle(owner=owner, data=make_zip(files), **kwargs)
+
+    plain = create(good_files("row_softmax"))
+    guided = create(good_files("row_softmax", "layernorm_fwd", levels=["L1"]))
+    return plain, guided
+
+
+def test_the_run_page_shows_manifest_state_tasks_twin_and_safe_proposals(client, stored):
+    plain, guided = stored
+    html = client.get(f"/runs/{guided.pk}/").content.decode()
+    assert f"Run #{guided.pk} · model-x · agent-y" in html
+    assert "<code>L1</code>" in html and "complete" in html
+    assert f'href="/runs/{plain.pk}/">run #{plain.pk}</a>' in html
+    assert 'id="task-row_softmax"' in html and 'id="task-layernorm_fwd"' in html
+    assert f"/runs/{guided.pk}/traces/row_softmax/" in html
+    assert "<strong>everything</strong>" in html
+    assert "Example data written by hand" not in html
+
+
+def test_proposals_are_rendered_without_scripts(client, run_tasks, fake_cli):
+    files = good_files("row_softmax")
+    files["proposals/row_softmax.md"] = (
+        "# Plan\n\n<script>alert(1)</script> **bold** <img src=x onerror=alert(2)>"
+    )
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "<strong>bold</strong>" in html
+    assert "<script>alert(1)" not in html and "onerror" not in html
+
+
+def test_an_example_run_carries_the_label_on_its_pages(client, run_tasks, fake_cli):
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(good_files()), is_example=True)
+    for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/traces/row_softmax/"):
+        html = client.get(url).content.decode()
+        assert "Example data written by hand, not an agent&#x27;s output." in html
+    assert client.get(f"/api/runs/{run.pk}/").json()["example_label"] == (
+        "Example data written by hand, not an agent's output."
+    )
+
+
+def test_a_private_run_and_its_traces_are_404_to_others(client, run_tasks, fake_cli):
+    owner = UserFactory()
+    run = run_create_from_bundle(owner=owner, data=make_zip(good_files()), is_public=False)
+    assert client.get(f"/runs/{run.pk}/").status_code == 404
+    assert client.get(f"/runs/{run.pk}/traces/row_softmax/").status_code == 404
+    assert client.get(f"/runs/{run.pk}/traces/row_softmax/raw/").status_code == 404
+    client.force_login(owner)
+    assert client.get(f"/runs/{run.pk}/").status_code == 200
+    assert f"#{run.pk}" in client.get("/runs/").content.decode()
+    client.force_login(UserFactory(is_staff=True))
+    assert client.get(f"/runs/{run.pk}/traces/row_softmax/").status_code == 200
+
+
+def test_the_upload_form_stores_a_run_and_redirects_to_it(client, run_tasks, fake_cli):
+    client.force_login(UserFactory())
+    bundle = SimpleUploadedFile("run.zip", make_zip(good_files()))
+    response = client.post("/runs/new/", {"bundle": bundle, "is_public": "on"})
+    run = Run.objects.get()
+    assert response.status_code == 302 and response.url == f"/runs/{run.pk}/"
+
+
+def test_the_upload_form_lists_every_problem_and_stores_nothing(client, run_tasks):
+    client.force_login(UserFactory())
+    files = good_files()
+    files["kernels/nope.py"] = "x = 1\n"
+    files["manifest.json"] = "{"
+    bundle = SimpleUploadedFile("run.zip", make_zip(files))
+    response = client.post("/runs/new/", {"bundle": bundle})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "nothing was stored" in html
+    assert "<code>kernels/nope.py</code>: Unknown task &#x27;nope&#x27;." in html
+    assert "<code>manifest.json</code>, line 1: Invalid JSON" in html
+    assert Run.objects.count() == 0
+
+
+def test_the_upload_form_needs_a_sign_in(client):
+    assert client.get("/runs/new/").status_code == 302
+
+
+def _long_trace(task: str, submits: int = 3) -> str:
+    events = [{"type": "start", "ts": 0, "task": task, "condition": "none"}]
+    for n in range(1, 700):
+        events.append(
+            {
+                "type": "message",
+                "ts": n,
+                "turn": n,
+                "role": "assistant",
+                "content": f"thinking {n}\nsecond line {n}",
+                "tokens_in": 3,
+                "tokens_out": 2,
+            }
+        )
+        if n % 250 == 0:
+            events.append(
+                {
+                    "type": "submit",
+                    "ts": n,
+                    "turn": n,
+                    "source": f"class ModelNew:\n    BLOCK = {n}\n",
+                }
+            )
+    events.append({"type": "mystery", "ts": 800, "payload": {"x": 1}})
+    events.append({"type": "end", "ts": 801, "reason": "submitted", "turns_used": 699})
+    return trace_lines(*events) + "{broken\n"
+
+
+def test_the_trace_viewer_pages_filters_diffs_and_jumps_to_the_final_kernel(
+    client, run_tasks, fake_cli
+):
+    files = good_files()
+    files["kernels/row_softmax.py"] = "class ModelNew:\n    BLOCK = 500\n"
+    files["traces/row_softmax.jsonl"] = _long_trace("row_softmax")
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    trace = run.traces.get()
+    assert trace.event_count == 1 + 699 + 2 + 2 + 1
+    assert trace.final_submit_turn == 500
+    url = f"/runs/{run.pk}/traces/row_softmax/"
+    first = client.get(url).content.decode()
+    assert first.count('class="ev ev-') == PAGE_LINES
+    assert "page 1 of 4" in first
+    assert (
+        f'href="?page={trace.final_submit_line // PAGE_LINES}#line-{trace.final_submit_line}"'
+        in first
+    )
+    final_page = client.get(url, {"page": trace.final_submit_line // PAGE_LINES}).content.decode()
+    assert f'id="line-{trace.final_submit_line}"' in final_page
+    assert "the final kernel" in final_page
+    assert "-    BLOCK = 250" in final_page.replace("</span>", "").replace('<span class="gd">', "")
+    submits = client.get(url, {"type": "submit"}).content.decode()
+    assert submits.count('class="ev ev-submit') == 2 and "page 1 of 1" in submits
+    last = client.get(url, {"page": 3}).content.decode()
+    assert "mystery" in last and "ev-malformed" in last
+    assert "Not JSON" in last
+    assert trace.problems == [
+        {
+            "line": 705,
+            "message": "Not JSON: Expecting property name enclosed in double quotes (column 2).",
+        }
+    ]
+    run_page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Trace problems" in run_page
+    assert "line 705: Not JSON: Expecting property name" in run_page
+
+
+def test_the_raw_trace_downloads_as_the_original_lines_gzipped(client, run_tasks, fake_cli):
+    import gzip
+
+    files = good_files()
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    response = client.get(f"/runs/{run.pk}/traces/row_softmax/raw/")
+    assert response["Content-Type"] == "application/gzip"
+    assert (
+        gzip.decompress(b"".join(response.streaming_content)).decode()
+        == files["traces/row_softmax.jsonl"]
+    )
+
+
+def test_the_owner_pairs_and_unpairs_by_hand(client, stored):
+    plain, guided = stored
+    client.force_login(plain.owner)
+    client.post(f"/runs/{plain.pk}/pair/", {"other": ""})
+    plain.refresh_from_db(), guided.refresh_from_db()
+    assert plain.pair_id is None and guided.pair_id is None
+    client.post(f"/runs/{plain.pk}/pair/", {"other": guided.pk})
+    plain.refresh_from_db(), guided.refresh_from_db()
+    assert plain.pair_id == guided.pk and guided.pair_id == plain.pk
+
+
+def test_someone_else_cannot_pair_a_run(client, stored):
+    plain, guided = stored
+    client.force_login(UserFactory())
+    client.post(f"/runs/{plain.pk}/pair/", {"other": ""})
+    plain.refresh_from_db()
+    assert plain.pair_id == guided.pk
+
+
+@pytest.mark.parametrize("name", ["manifest-v1", "trace-v1"])
+def test_the_schemas_are_published_at_a_stable_url(client, name):
+    response = client.get(f"/schemas/runs/{name}.json")
+    assert response.status_code == 200
+    assert json.loads(response.content)["$id"] == f"/schemas/runs/{name}.json"
+    assert client.get("/schemas/runs/other.json").status_code == 404
