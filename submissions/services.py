@@ -27,12 +27,8 @@ _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def submission_source_clean(source: str | bytes) -> str:
-    """The submitted text, or a ValidationError saying why it cannot be a kernel file.
-
-    Only what is certain without running the file is checked here (size, text,
-    syntax, a `ModelNew` at module level), in well under a second; the evaluator
-    stays the authority on everything else.
-    """
+    """The submitted text, or a ValidationError saying why it cannot be a text file
+    we store (size, binary content, encoding, emptiness)."""
     limit = settings.D2K_MAX_UPLOAD_BYTES
     raw = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if len(raw) > limit:
@@ -50,11 +46,14 @@ def submission_source_clean(source: str | bytes) -> str:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise ValidationError("The file is empty.", code="empty")
-    _kernel_structure_check(text)
     return text
 
 
-def _kernel_structure_check(text: str) -> None:
+def submission_structure_check(text: str) -> None:
+    """A ValidationError when `text` cannot be a kernel file: a syntax error (with its
+    line) or no `ModelNew` at module level. Checked in well under a second at a
+    single upload; a run's kernels skip it, since an agent's broken final kernel is a
+    result of the run (`compile_error`), not a reason to refuse the bundle."""
     try:
         module = ast.parse(text, filename="kernel.py")
     except SyntaxError as exc:
@@ -180,11 +179,13 @@ def submission_upload(
     filename: str | None = DEFAULT_FILENAME,
     is_public: bool = True,
 ) -> Upload:
-    """An upload through a door: the same file for the same task version by the same
-    owner is the submission already stored (`created` False), never a second evaluation."""
+    """An upload of one kernel through a door (page or API): checked for what cannot be
+    a kernel first, and the same file for the same task version by the same owner is
+    the submission already stored (`created` False), never a second evaluation."""
     task = _task_resolve(task)
     try:
         text = submission_source_clean(source)
+        submission_structure_check(text)
     except ValidationError as exc:
         raise ValidationError({"source": exc.messages}, code=exc.code) from exc
     existing = (

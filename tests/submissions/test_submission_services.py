@@ -77,7 +77,7 @@ def test_a_file_that_cannot_be_a_kernel_is_refused_at_upload_with_nothing_stored
     task, source, message
 ):
     with pytest.raises(ValidationError) as info:
-        submission_create(owner=UserFactory(), task=task, source=source, filename="k.py")
+        submission_upload(owner=UserFactory(), task=task, source=source, filename="k.py")
     assert message in info.value.message_dict["source"][0]
     assert not Submission.objects.exists()
     assert not Evaluation.objects.exists()
@@ -95,7 +95,14 @@ def test_a_file_that_cannot_be_a_kernel_is_refused_at_upload_with_nothing_stored
     ],
 )
 def test_every_way_of_defining_model_new_at_module_level_is_accepted(task, source):
-    submission = submission_create(owner=UserFactory(), task=task, source=source, filename="k.py")
+    upload = submission_upload(owner=UserFactory(), task=task, source=source, filename="k.py")
+    assert upload.submission.evaluations.get().status == EvaluationStatus.QUEUED
+
+
+def test_a_runs_kernel_with_a_syntax_error_is_stored_for_the_evaluator_to_judge(task):
+    # Inside a run a broken final kernel is the agent's result (compile_error), not a
+    # reason to refuse the bundle.
+    submission = submission_create(owner=UserFactory(), task=task, source="def f(:\n")
     assert submission.evaluations.get().status == EvaluationStatus.QUEUED
 
 
