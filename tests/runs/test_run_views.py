@@ -205,3 +205,14 @@ def test_the_schemas_are_published_at_a_stable_url(client, name):
     assert response.status_code == 200
     assert json.loads(response.content)["$id"] == f"/schemas/runs/{name}.json"
     assert client.get("/schemas/runs/other.json").status_code == 404
+
+
+def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
+    client, stored, django_assert_num_queries
+):
+    # The count does not grow with the tasks: one query per kind of row, per side.
+    for run in stored:  # one task, then two
+        with django_assert_num_queries(17):
+            client.get(f"/api/runs/{run.pk}/")
+        with django_assert_num_queries(17):
+            client.get(f"/runs/{run.pk}/")
