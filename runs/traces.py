@@ -73,6 +73,11 @@ class TraceEvent:
     def is_known(self) -> bool:
         return self.type in KNOWN_TYPES
 
+    @property
+    def turn(self) -> int | None:
+        turn = self.data.get("turn")
+        return turn if isinstance(turn, int) and not isinstance(turn, bool) else None
+
 
 @cache
 def _type_validator(kind: str) -> Draft202012Validator:
