@@ -216,3 +216,9 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
             client.get(f"/api/runs/{run.pk}/")
         with django_assert_num_queries(17):
             client.get(f"/runs/{run.pk}/")
+
+
+def test_the_run_format_is_served_as_a_page(client):
+    response = client.get("/docs/run-format/")
+    assert response.status_code == 200
+    assert "Run bundles and agent traces" in response.content.decode()
