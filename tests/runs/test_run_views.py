@@ -164,7 +164,7 @@ def test_the_trace_viewer_pages_filters_diffs_and_jumps_to_the_final_kernel(
     ]
     run_page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Trace problems" in run_page
-    assert "line 705: Not JSON: Expecting property name" in run_page
+    assert 'traces/row_softmax/?page=3#line-705">line 705</a>: Not JSON: Expecting' in run_page
 
 
 def test_the_raw_trace_downloads_as_the_original_lines_gzipped(client, run_tasks, fake_cli):
