@@ -38,6 +38,9 @@ def test_the_run_page_shows_manifest_state_tasks_twin_and_safe_proposals(client,
     assert f"/runs/{guided.pk}/traces/row_softmax/" in html
     assert "<strong>everything</strong>" in html
     assert "Example data written by hand" not in html
+    submission = guided.submissions.get(task__slug="row_softmax")
+    back = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert f'<a href="/runs/{guided.pk}/">run #{guided.pk}</a>' in back
 
 
 def test_proposals_are_rendered_without_scripts(client, run_tasks, fake_cli):
