@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
@@ -17,7 +18,14 @@ from rest_framework.views import APIView
 
 from core.auth import authenticated_user
 from runs.bundle import BundleError
-from runs.selectors import RunDetail, TaskResult, run_detail, run_get_for_viewer
+from runs.models import Run
+from runs.selectors import (
+    RunDetail,
+    TaskResult,
+    run_detail,
+    run_get_for_viewer,
+    run_list_for_viewer,
+)
 from runs.services import BundleRejected, run_create_from_bundle
 
 ERROR_BODY = inline_serializer(
@@ -117,9 +125,46 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
     }
 
 
-class RunCreateApi(APIView):
-    permission_classes = [IsAuthenticated]
+class RunListItemSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    pair = serializers.IntegerField(source="pair_id", allow_null=True, read_only=True)
+
+    class Meta:
+        model = Run
+        fields = (
+            "id",
+            "owner",
+            "model",
+            "agent",
+            "condition",
+            "levels",
+            "turn_budget",
+            "hardware",
+            "catalog_version",
+            "state",
+            "is_public",
+            "is_example",
+            "pair",
+            "created_at",
+            "finished_at",
+        )
+
+
+class RunListCreateApi(APIView):
+    """`GET`: the runs the caller may see, newest first. `POST`: upload a bundle."""
+
     parser_classes = [MultiPartParser, FormParser]
+
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+
+    @extend_schema(responses=RunListItemSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(
+            run_list_for_viewer(user=request.user), request, view=self
+        )
+        return paginator.get_paginated_response(RunListItemSerializer(page, many=True).data)
 
     @extend_schema(
         request={"multipart/form-data": RunUploadSerializer},
@@ -159,7 +204,13 @@ class RunCreateApi(APIView):
 class RunDetailApi(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(responses=inline_serializer("Run", {"id": serializers.IntegerField()}))
+    @extend_schema(
+        responses=OpenApiResponse(
+            description="The run page as JSON: the manifest, the derived state, `pair` (the "
+            "twin's id), and per task `result` and `pair_result` (status, speedup, "
+            "submission, trace summary, proposal HTML).",
+        )
+    )
     def get(self, request: Request, pk: int) -> Response:
         run = run_get_for_viewer(user=request.user, pk=pk)
         return Response(run_detail_data(run_detail(run=run, user=request.user), request))

@@ -251,6 +251,9 @@ def _bundle_read(
             errors.append(BundleError(info.filename, None, problem))
             continue
         seen[folded] = info.filename
+        parts = info.filename.split("/")
+        if parts[0] == "__MACOSX" or parts[-1] == ".DS_Store":
+            continue  # what macOS's Finder adds to every zip it makes
         safe.append(info)
     if errors:
         # A hostile name or a bomb: read nothing else from this archive.

@@ -57,19 +57,26 @@ def _output(name: str, ok: bool, rnd: random.Random) -> str:
     if name == "benchmark":
         return f"median {rnd.uniform(0.05, 4):.3f} ms, reference {rnd.uniform(0.1, 6):.3f} ms"
     if name == "profile":
+        if not ok:
+            return "error: the profiler timed out"
         return f"dram throughput {rnd.randint(35, 92)} % of peak"
     return "ok" if ok else "error: file not found"
 
 
 def _variant(source: str, attempt: int) -> str:
-    """An earlier draft of `source`: another launch setting and a note at the top."""
+    """An earlier draft of `source` (attempt 1 is the earliest): a smaller launch
+    setting, and a note at the top."""
+    shrink = 2 ** (3 - attempt)
     changed = re.sub(
-        r"num_warps=(\d+)", lambda m: f"num_warps={max(1, int(m[1]) // 2)}", source, count=1
+        r"num_warps=(\d+)",
+        lambda m: f"num_warps={max(1, int(m[1]) // shrink)}",
+        source,
+        count=1,
     )
     if changed == source:
         changed = re.sub(
             r"BLOCK\w*\s*=\s*(\d+)",
-            lambda m: m[0].replace(m[1], str(int(m[1]) // 2 or 1)),
+            lambda m: m[0].replace(m[1], str(int(m[1]) // shrink or 1)),
             source,
             count=1,
         )
@@ -107,7 +114,7 @@ def example_trace(
         tokens_in=2400,
     )
     turns = 350 if final is None else rnd.randint(70, 130)
-    drafts = [] if final is None else [_variant(final, 1), _variant(_variant(final, 1), 2)]
+    drafts = [] if final is None else [_variant(final, 1), _variant(final, 2)]
     if first_draft:
         drafts.insert(0, first_draft)
     submit_at = {int(turns * f): d for f, d in zip((0.3, 0.5, 0.65), drafts, strict=False)}

@@ -143,7 +143,9 @@ def _results(run: Run, *, with_proposals: bool) -> dict[int, TaskResult]:
         s.task_id: s for s in Submission.objects.filter(run=run).only("pk", "task_id", "run_id")
     }
     latest = evaluation_latest_by_submission(submission_ids=[s.pk for s in submissions.values()])
-    traces = {t.task_id: t for t in Trace.objects.filter(run=run)}
+    traces = {
+        t.task_id: t for t in Trace.objects.filter(run=run).select_related("task").defer("pages")
+    }
     proposals = (
         {p.task_id: p.text for p in Proposal.objects.filter(run=run)} if with_proposals else {}
     )

@@ -9,6 +9,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from runs.traces import PAGE_LINES
 from task_catalog.rendering import PYGMENTS_CSS_CLASS, code_highlight
 
 register = template.Library()
@@ -50,3 +51,9 @@ def speedup(value: float | None) -> str:
 @register.filter
 def get_item(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key, "")
+
+
+@register.filter
+def page_of(line: int) -> int:
+    """The trace page (0-based) that holds `line`: pages are PAGE_LINES lines each."""
+    return (int(line) - 1) // PAGE_LINES

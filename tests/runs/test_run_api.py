@@ -351,3 +351,13 @@ def test_the_schema_documents_the_run_endpoints(client):
 def test_an_unknown_run_is_404():
     assert APIClient().get("/api/runs/999/").status_code == 404
     RunFactory()
+
+
+def test_the_list_shows_public_runs_and_the_callers_own(post, uploader, run_tasks, fake_cli):
+    public = post(uploader, make_zip(good_files())).json()["id"]
+    private = post(uploader, make_zip(good_files()), is_public="false").json()["id"]
+    anonymous = [r["id"] for r in APIClient().get("/api/runs/").json()["results"]]
+    own = uploader.get("/api/runs/").json()["results"]
+    assert anonymous == [public]
+    assert [r["id"] for r in own] == [private, public]
+    assert own[0]["condition"] == "none" and own[0]["owner"] == "lab-bot"

@@ -43,6 +43,14 @@ def test_a_bundle_zipped_as_one_folder_is_read_from_inside_it():
     assert set(bundle.kernels) == {"row_softmax"}
 
 
+def test_what_macos_finder_adds_to_a_zip_is_ignored():
+    files = {f"my-run/{k}": v for k, v in good_files().items()}
+    files["__MACOSX/my-run/._manifest.json"] = b"\x00\x05\x16\x07"
+    files["my-run/.DS_Store"] = b"\x00\x00"
+    bundle = validate(make_zip(files))
+    assert bundle.ok, bundle.errors
+
+
 def test_a_missing_kernel_is_allowed_and_the_turn_budget_defaults_to_350():
     files = good_files("row_softmax")
     files["manifest.json"] = manifest(turn_budget=None)

@@ -144,3 +144,13 @@ def test_api_token_prints_a_fresh_token_and_creates_a_bot_on_request(capsys, db)
     second = capsys.readouterr().out.strip()
     assert second != first and Token.objects.get().key == second
     assert not Token.objects.get().user.has_usable_password()
+
+
+def test_deleting_a_run_deletes_its_trace_files(
+    run_tasks, fake_cli, django_capture_on_commit_callbacks
+):
+    run = create(UserFactory(), "row_softmax")
+    name = run.traces.get().file.name
+    with django_capture_on_commit_callbacks(execute=True):
+        run.delete()
+    assert not default_storage.exists(name)

@@ -38,6 +38,9 @@ def test_the_run_page_shows_manifest_state_tasks_twin_and_safe_proposals(client,
     assert f"/runs/{guided.pk}/traces/row_softmax/" in html
     assert "<strong>everything</strong>" in html
     assert "Example data written by hand" not in html
+    submission = guided.submissions.get(task__slug="row_softmax")
+    back = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert f'<a href="/runs/{guided.pk}/">run #{guided.pk}</a>' in back
 
 
 def test_proposals_are_rendered_without_scripts(client, run_tasks, fake_cli):
@@ -164,7 +167,7 @@ def test_the_trace_viewer_pages_filters_diffs_and_jumps_to_the_final_kernel(
     ]
     run_page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Trace problems" in run_page
-    assert "line 705: Not JSON: Expecting property name" in run_page
+    assert 'traces/row_softmax/?page=3#line-705">line 705</a>: Not JSON: Expecting' in run_page
 
 
 def test_the_raw_trace_downloads_as_the_original_lines_gzipped(client, run_tasks, fake_cli):
@@ -205,3 +208,20 @@ def test_the_schemas_are_published_at_a_stable_url(client, name):
     assert response.status_code == 200
     assert json.loads(response.content)["$id"] == f"/schemas/runs/{name}.json"
     assert client.get("/schemas/runs/other.json").status_code == 404
+
+
+def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
+    client, stored, django_assert_num_queries
+):
+    # The count does not grow with the tasks: one query per kind of row, per side.
+    for run in stored:  # one task, then two
+        with django_assert_num_queries(17):
+            client.get(f"/api/runs/{run.pk}/")
+        with django_assert_num_queries(17):
+            client.get(f"/runs/{run.pk}/")
+
+
+def test_the_run_format_is_served_as_a_page(client):
+    response = client.get("/docs/run-format/")
+    assert response.status_code == 200
+    assert "Run bundles and agent traces" in response.content.decode()

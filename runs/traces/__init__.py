@@ -1,0 +1,26 @@
+"""Agent traces (JSON Lines), without Django: events, the summary computed once at
+upload, and compressed storage read back one page at a time."""
+
+from runs.traces.events import KNOWN_TYPES, MALFORMED, TraceEvent
+from runs.traces.storage import (
+    PAGE_LINES,
+    PackedTrace,
+    page_of_line,
+    trace_pack,
+    trace_page_read,
+)
+from runs.traces.summary import ATTEMPT_TOOL, TraceSummary, trace_summarize
+
+__all__ = [
+    "ATTEMPT_TOOL",
+    "KNOWN_TYPES",
+    "MALFORMED",
+    "PAGE_LINES",
+    "PackedTrace",
+    "TraceEvent",
+    "TraceSummary",
+    "page_of_line",
+    "trace_pack",
+    "trace_page_read",
+    "trace_summarize",
+]
