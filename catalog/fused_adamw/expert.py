@@ -6,8 +6,9 @@ spreads the work evenly over the SMs whatever the mix of tensor sizes, and a
 pointer table (rebuilt every call from the tensors' addresses) lets one kernel
 reach all of them. Each program streams its chunk once: it reads p, g, m and
 v, applies weight decay, both moment updates and the bias-corrected step in
-fp32 registers, and writes p, m and v back. Bias corrections are folded into
-two host scalars.
+fp32 registers, and writes p, m and v back; full blocks run without a mask
+(so the aligned table pointers get 16-byte accesses) and only a tensor's last
+block is masked. Bias corrections are folded into two host scalars.
 """
 
 import math
@@ -40,7 +41,8 @@ def _adamw_multi_tensor(
 ):
     pid = tl.program_id(0)
     t = tl.load(chunk_tensor + pid)
-    start = tl.load(chunk_start + pid)
+    # Chunk starts are multiples of the chunk size (at least 4096 elements).
+    start = tl.multiple_of(tl.load(chunk_start + pid), 16)
     end = tl.minimum(start + CHUNK, tl.load(size_table + t))
     # torch allocations are 16-byte aligned (512 bytes in the CUDA caching
     # allocator): the hint lets the compiler emit 16-byte accesses.
@@ -52,20 +54,35 @@ def _adamw_multi_tensor(
     v_ptr = tl.multiple_of(
         tl.load(ptr_table + 3 * n_tensors + t).to(tl.pointer_type(tl.float32)), 16
     )
-    for off in range(start, end, BLOCK):
-        offs = off + tl.arange(0, BLOCK)
-        mask = offs < end
-        p = tl.load(p_ptr + offs, mask=mask, other=0.0)
-        g = tl.load(g_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first")
-        m = tl.load(m_ptr + offs, mask=mask, other=0.0)
-        v = tl.load(v_ptr + offs, mask=mask, other=0.0)
+    # Full blocks without a mask: a mask whose bound has unknown alignment
+    # would force 4-byte accesses. The tensor's tail block is masked below.
+    n_full = (end - start) // BLOCK
+    for i in range(0, n_full):
+        offs = start + i * BLOCK + tl.arange(0, BLOCK)
+        p = tl.load(p_ptr + offs)
+        g = tl.load(g_ptr + offs, eviction_policy="evict_first")
+        m = tl.load(m_ptr + offs)
+        v = tl.load(v_ptr + offs)
         m = beta1 * m + (1.0 - beta1) * g
         v = beta2 * v + (1.0 - beta2) * g * g
         denom = tl.sqrt(v) * inv_bc2_sqrt + eps
         p = p * decay - step_size * (m / denom)
-        tl.store(p_ptr + offs, p, mask=mask)
-        tl.store(m_ptr + offs, m, mask=mask)
-        tl.store(v_ptr + offs, v, mask=mask)
+        tl.store(p_ptr + offs, p)
+        tl.store(m_ptr + offs, m)
+        tl.store(v_ptr + offs, v)
+    offs = start + n_full * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < end
+    p = tl.load(p_ptr + offs, mask=mask, other=0.0)
+    g = tl.load(g_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first")
+    m = tl.load(m_ptr + offs, mask=mask, other=0.0)
+    v = tl.load(v_ptr + offs, mask=mask, other=0.0)
+    m = beta1 * m + (1.0 - beta1) * g
+    v = beta2 * v + (1.0 - beta2) * g * g
+    denom = tl.sqrt(v) * inv_bc2_sqrt + eps
+    p = p * decay - step_size * (m / denom)
+    tl.store(p_ptr + offs, p, mask=mask)
+    tl.store(m_ptr + offs, m, mask=mask)
+    tl.store(v_ptr + offs, v, mask=mask)
 
 
 def _num_sms(device: torch.device) -> int:
