@@ -1,0 +1,74 @@
+"""Sparse (CSR) x dense matrix product: C = A @ B with A given by crow_indices, col_indices, values.
+
+C[i, :] = sum_{k = crow[i]}^{crow[i+1]-1} values[k] * B[col[k], :]
+The reference multiplies in fp64 and rounds once to the dtype of B.
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(
+        self,
+        crow_indices: torch.Tensor,
+        col_indices: torch.Tensor,
+        values: torch.Tensor,
+        dense: torch.Tensor,
+    ) -> torch.Tensor:
+        rows = crow_indices.numel() - 1
+        a = torch.sparse_csr_tensor(
+            crow_indices,
+            col_indices,
+            values.double(),
+            (rows, dense.shape[0]),
+            check_invariants=False,
+        )
+        return (a @ dense.double()).to(dense.dtype)
+
+
+def get_init_inputs(**params):
+    return []
+
+
+def _power_law_weights(n: int, exponent: float) -> torch.Tensor:
+    # Zipf weights rank^-exponent over a random permutation of the indices:
+    # a few hubs take a large share of the nonzeros, most indices very few.
+    w = torch.arange(1, n + 1, dtype=torch.float32) ** -exponent
+    return w[torch.randperm(n)]
+
+
+def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, **params):
+    dt = getattr(torch, dtype)
+    if kind == "uniform":
+        # Every entry equally likely: row lengths are Poisson around nnz / rows.
+        r = torch.randint(0, rows, (nnz,))
+        c = torch.randint(0, cols, (nnz,))
+    elif kind == "powerlaw":
+        # A scale-free graph: out-degrees (row lengths) and in-degrees (column
+        # popularity) both follow a power law; the largest row holds a few
+        # percent of all nonzeros.
+        r = torch.multinomial(_power_law_weights(rows, 0.8), nnz, replacement=True)
+        c = torch.multinomial(_power_law_weights(cols, 0.8), nnz, replacement=True)
+    elif kind == "banded":
+        # Diagonals -band .. +band (a 1-D stencil / banded system), clipped at the edges.
+        offsets = torch.arange(-band, band + 1)
+        r = torch.arange(rows).repeat_interleave(2 * band + 1)
+        c = r + offsets.repeat(rows)
+        keep = (c >= 0) & (c < cols)
+        r, c = r[keep], c[keep]
+    else:
+        raise ValueError(f"unknown sparsity kind {kind!r}")
+    # CSR order: by row, then column (a column may repeat within a row: the
+    # entries add, as in an unreduced edge list).
+    order = torch.argsort(r.long() * cols + c.long())
+    r, c = r[order], c[order]
+    counts = torch.bincount(r, minlength=rows)
+    crow = torch.zeros(rows + 1, dtype=torch.int64)
+    crow[1:] = torch.cumsum(counts, dim=0)
+    values = torch.randn(r.numel())
+    dense = torch.randn(cols, n)
+    return [crow, c.to(torch.int64).contiguous(), values.to(dt), dense.to(dt)]
