@@ -174,6 +174,7 @@ def load_task(path: Path) -> TaskSpec:
         statement=_read(path, "statement.md"),
         tolerances=tolerances,
         forbidden_ops=tuple(meta.get("forbidden_ops", [])),
+        allowed_ops=tuple(meta.get("allowed_ops", [])),
         workloads=tuple(workloads),
         guidance=tuple(guidance),
         properties=properties,

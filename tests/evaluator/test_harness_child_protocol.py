@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import judge, orchestrate, protocol
+from evaluator.harness import judge, orchestrate, protocol, sandbox
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
 from evaluator.harness.timing import (
@@ -31,13 +31,26 @@ pytestmark = pytest.mark.slow
 
 
 def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
-    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log)."""
+    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log).
+
+    The parent's side is the orchestrator's own: a Dealer answers the
+    child's requests through the sandbox's reader, and `plan` is its record.
+    """
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
-    plan = orchestrate._plan(task, checks, Mode.CUDA, orchestrate.TIMING)
-    for workload in plan["workloads"]:
-        workload["timed"] = True
-        workload["audits"] = orchestrate.audit_plan(4)
+    settings = {
+        **orchestrate.TIMING,
+        "warmup_s": 0.0,
+        "min_calls": 3,
+        "max_calls": 4,
+        "budget_s": 0.1,
+        "batch_ms": 1.0,
+        **timing,
+    }
+    entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
+    dealer = protocol.Dealer(
+        entries, seeds=task.seeds, audits={w.name: orchestrate.audit_places(4) for w in checks}
+    )
     job = {
         "mode": "cuda",
         "device": "cpu",
@@ -45,21 +58,14 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
         "submission": str(submission),
         "out_dir": str(tmp_path / "out"),
         "inplace": task.inplace,
-        "timing": {
-            **orchestrate.TIMING,
-            "warmup_s": 0.0,
-            "min_calls": 3,
-            "max_calls": 4,
-            "budget_s": 0.1,
-            "batch_ms": 1.0,
-            **timing,
-        },
-        **plan,
+        "seeds": task.seeds,
+        "timing": settings,
     }
     (tmp_path / "job.json").write_text(json.dumps(job))
     read_fd, write_fd = os.pipe()
+    child_reply_fd, reply_fd = os.pipe()
     bootstrap = (
-        "import sys; sys.path[:0] = [sys.argv[3], sys.argv[4]]; import cuda_fakes; "
+        "import sys; sys.path[:0] = [sys.argv[4], sys.argv[5]]; import cuda_fakes; "
         "cuda_fakes.install(); from evaluator.harness.child import main; main()"
     )
     proc = subprocess.Popen(
@@ -69,21 +75,27 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
             bootstrap,
             str(tmp_path / "job.json"),
             str(write_fd),
+            str(child_reply_fd),
             str(ROOT),
             str(Path(__file__).parent),
         ],
-        pass_fds=(write_fd,),
+        pass_fds=(write_fd, child_reply_fd),
         env={**os.environ, "TRITON_INTERPRET": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        lines = pipe.read().splitlines()
+    os.close(child_reply_fd)
+    run = sandbox.ChildRun(returncode=None)
+    reader = sandbox._Reader(read_fd, run, dealer.answer, reply_fd)
+    reader.start()
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
-    messages = [(float(i), json.loads(line)) for i, line in enumerate(lines)]
-
-    return task, plan, protocol.collect(messages, plan), log
+    reader.join(timeout=30)
+    os.close(reply_fd)
+    plan = dealer.record()
+    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
+    return task, plan, seen, log
 
 
 def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
@@ -126,12 +138,14 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
         timing = seen.timings[entry["name"]]
         params = next(w for w in task.workloads if w.name == entry["name"]).params
         assert [a["seed"] for a in timing["audit_prints"]] == [a["seed"] for a in entry["audits"]]
+        assert len(entry["audits"]) == 4
         timed = timing["prints"] + timing["batch_prints"]
         sampled = [(item, FINGERPRINT_SAMPLES) for item in timed]
         sampled += [(item, AUDIT_SAMPLES) for item in timing["audit_prints"]]
         for item, samples in sampled:
-            expected = reference.outputs(params, int(item["seed"]), entry["seeds"][0])
-            fp_seed = plan["fingerprint_seed"]
+            expected = reference.outputs(params, int(item["seed"]), entry["model_seed"])
+            fp_seed = int(item["sample_seed"])
+            assert fp_seed in entry["samples"]
             assert judge._fingerprint_matches(item["fp"], expected, fp_seed, task, samples)
 
 
