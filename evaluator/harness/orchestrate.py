@@ -97,7 +97,9 @@ def evaluate(
     memory_bytes: int | None = None,
     keep_workdir: bool = False,
     timing: dict[str, float] | None = None,
+    plan_sink: list[dict[str, Any]] | None = None,
 ) -> Verdict:
+    """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued."""
     started = time.monotonic()
     settings = timing_settings(timing)
     env_info = environment.describe(mode)
@@ -133,6 +135,8 @@ def evaluate(
                 task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
             )
         plan = dealer.record()
+        if plan_sink is not None:
+            plan_sink.append(plan)
         seen = protocol.collect(run.messages, plan, run.bad_messages)
         seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
         env_info["isolation"] = run.isolation
