@@ -105,6 +105,10 @@ class TaskSpec:
     reference_source: str
     expert_source: str
     inplace: bool = False
+    # Optional baseline.py: what speedups are measured against (its `Model`,
+    # on reference.py's inputs) where the reference is not the fastest
+    # library code; correctness is always against reference.py.
+    baseline_source: str = ""
     seeds: int = 3
     # aten ops beyond allocation, views, copies, fills and casts that this
     # task lets a submission call (honesty.ALLOWED_OPS is the base list).

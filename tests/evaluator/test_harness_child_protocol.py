@@ -24,13 +24,21 @@ from evaluator.harness.timing import (
     LAUNCH_COVER_US,
     MAX_COVER_US,
 )
+from tests.evaluator import test_harness_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
 
-def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
+def run_child_with_fake_cuda(
+    tmp_path,
+    slug: str,
+    submission: Path | None,
+    baseline: Path | None = None,
+    clean: bool = False,
+    **timing,
+):
     """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log).
 
     The parent's side is the orchestrator's own: a Dealer answers the
@@ -48,14 +56,15 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
         **timing,
     }
     entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
-    dealer = protocol.Dealer(
-        entries, seeds=task.seeds, audits={w.name: orchestrate.audit_places(4) for w in checks}
-    )
+    audits = {} if clean else {w.name: orchestrate.audit_places(4) for w in checks}
+    dealer = protocol.Dealer(entries, seeds=task.seeds, audits=audits, clean=clean)
     job = {
         "mode": "cuda",
         "device": "cpu",
         "reference": str(DEFAULT_CATALOG_DIR / slug / "reference.py"),
-        "submission": str(submission),
+        "baseline": str(baseline or ""),
+        "submission": str(submission or ""),
+        "clean": clean,
         "out_dir": str(tmp_path / "out"),
         "inplace": task.inplace,
         "seeds": task.seeds,
@@ -92,7 +101,7 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
     reader.join(timeout=30)
     os.close(reply_fd)
-    plan = dealer.record()
+    plan = {**dealer.record(), "clean": clean}
     seen = protocol.collect(run.messages, plan, run.bad_messages)
     seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
     return task, plan, seen, log
@@ -161,3 +170,25 @@ def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
     for name, timing in seen.timings.items():
         assert min(timing["sub_ms"]) > 1e-3
         assert seen.batches[name]["event_ms"] > 1e-3
+
+
+def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):
+    # Correctness stays against reference.py (judged in the parent); the
+    # timed "reference" side is baseline.py's Model, on reference.py's inputs.
+    baseline = tmp_path / "baseline.py"
+    baseline.write_text(test_harness_baseline.BASELINE)
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, baseline)
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    assert "D2K-BASELINE-CALLED" in log
+    assert all(timing["ref_ms"] for timing in seen.timings.values())
+
+
+def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tmp_path):
+    # The clean run behind reference_tampering: no submission file at all,
+    # the reference timed with the same protocol, one report per workload.
+    _, plan, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", None, clean=True)
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    assert [kind for kind, _ in plan["steps"]] == ["time", "time"]
+    for timing in seen.timings.values():
+        assert 1 <= len(timing["ref_ms"]) <= 4 and "sub_ms" not in timing
