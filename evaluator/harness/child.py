@@ -57,6 +57,19 @@ class Channel:
             data = data[written:]
 
 
+# What a worker without the toolchain for torch.utils.cpp_extension says:
+# our fault (worker_error), not the submission's.
+MISSING_TOOLCHAIN = (
+    "Ninja is required to load C++ extensions",
+    "CUDA_HOME environment variable is not set",
+    "c++: not found",
+    "g++: not found",
+    "nvcc: not found",
+    "x86_64-linux-gnu-g++: not found",
+    "No CUDA runtime is found",
+)
+
+
 def classify(exc: BaseException) -> str:
     """Map an exception from the submission to a verdict status."""
     if isinstance(exc, SyntaxError):
@@ -64,6 +77,8 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, torch.OutOfMemoryError | MemoryError):
         return "out_of_memory"
     text = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    if any(sign in text for sign in MISSING_TOOLCHAIN):
+        return "worker_error"
     if "CompilationError" in text or "Error building extension" in text:
         return "compile_error"
     if "out of memory" in text.lower():
@@ -74,8 +89,25 @@ def classify(exc: BaseException) -> str:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+    text = str(exc)
+    if "Error building extension" in text:
+        return build_error(text)
     summary = traceback.format_exception_only(type(exc), exc)[-1].strip()
     return summary[:2000]
+
+
+def build_error(text: str, lines: int = 8) -> str:
+    """A failed load_inline build as its author needs it: the compiler's first error lines.
+
+    torch's message starts with the ninja build's command lines, which name
+    every include folder; the errors come after them.
+    """
+    head = text.splitlines()[0] if text else ""
+    errors = [line.strip() for line in text.splitlines() if "error" in line.lower()]
+    skip = ("FAILED:", "ninja: build stopped", "Error building extension")
+    errors = [line for line in errors if not line.startswith(skip)]
+    body = "\n".join(errors[:lines]) or text[-1500:]
+    return f"{head.split(':', 1)[0]}:\n{body}"[:2000]
 
 
 class Child:
