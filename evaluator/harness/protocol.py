@@ -11,6 +11,7 @@ reader thread give the wall time of the timing batches.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,8 @@ class Dealer:
         self.current: tuple[str, str] | None = None
         self.issued: dict[str, dict[str, list[int]]] = {w["name"]: {} for w in workloads}
         self.problems: list[str] = []
+        # (host monotonic clock, seed) of every seed, as it was drawn.
+        self.issued_at: list[tuple[float, int]] = []
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         what = request.get("what")
@@ -109,6 +112,7 @@ class Dealer:
             if purpose == "check" and len(drawn) >= self._seeds:
                 return self._refuse(f"more than {self._seeds} correctness seeds for {name}")
             drawn.append(secrets.randbits(62))
+            self.issued_at.append((time.monotonic(), drawn[-1]))
             return {"seed": drawn[-1]}
         if what == "audit" and kind == "time":
             call = request.get("call")
@@ -158,7 +162,12 @@ class Dealer:
                     "audits": [{"seed": seed} for seed in issued.get("audit", [])],
                 }
             )
-        return {"workloads": workloads, "steps": list(self._steps), "seeds": self._seeds}
+        return {
+            "workloads": workloads,
+            "steps": list(self._steps),
+            "seeds": self._seeds,
+            "issued_at": list(self.issued_at),
+        }
 
 
 def expected_sequence(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
