@@ -145,17 +145,14 @@ def _judge_ops(task: TaskSpec, spec, ops: list[str], seen: Observed) -> None:
     used = honesty.disallowed_ops(ops, task.allowed_ops)
     forbidden = sorted(set(used) & set(task.forbidden_ops))
     other = sorted(set(used) - set(task.forbidden_ops))
-    for check, names, why in (
-        ("forbidden_op", forbidden, "a library op that computes this task's answer"),
-        (
-            "compute_op",
-            other,
-            "torch compute ops; only allocation, views, copies, fills and casts are allowed",
-        ),
-    ):
-        detail = f"{spec.name}: called {', '.join(names)} ({why})"
-        if names and not any(f == {"check": check, "detail": detail} for f in seen.flags):
-            seen.flags.append(flag(check, detail))
+    found = []
+    if forbidden:
+        why = "a library op that computes this task's answer"
+        found.append(flag("forbidden_op", f"{spec.name}: called {', '.join(forbidden)} ({why})"))
+    if other:
+        why = "torch compute ops; only allocation, views, copies, fills and casts are allowed"
+        found.append(flag("compute_op", f"{spec.name}: called {', '.join(other)} ({why})"))
+    seen.flags += [f for f in found if f not in seen.flags]
 
 
 # Kernels a submission may run without compiling them: copies, fills and
@@ -304,11 +301,11 @@ def _malformed_extras(
         return isinstance(value, dict) and all(number(value.get(who)) for who in ("sub", "ref"))
 
     bad = [key for key in ("prints", "batch_prints") if not samples(msg.get(key, []))]
-    called = [item.get("seed") for key in ("prints", "batch_prints") for item in msg.get(key, [])]
-    if "prints" not in bad and (
-        len(set(called)) != len(called) or not set(called) <= set(entry.get("calls", []))
-    ):
-        bad.append("seeds")
+    if not bad:
+        # Each sampled call's seed is one the parent issued for a timed call, once.
+        called = [item["seed"] for key in ("prints", "batch_prints") for item in msg.get(key, [])]
+        if len(set(called)) != len(called) or not set(called) <= set(entry.get("calls", [])):
+            bad.append("seeds")
     audited = msg.get("audit_prints", [])
     if not samples(audited) or [a["seed"] for a in audited] != [a["seed"] for a in audits]:
         bad.append("audit_prints")
