@@ -268,6 +268,8 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
     if not isinstance(measured["forbidden_ops"], list | tuple):
         raise ValidationError("forbidden_ops must be a list of aten op names")
     measured["forbidden_ops"] = [str(op) for op in measured["forbidden_ops"]]
+    # An optional field left empty in a form arrives as None.
+    measured["allowed_ops"] = measured["allowed_ops"] or []
     if not isinstance(measured["allowed_ops"], list | tuple):
         raise ValidationError("allowed_ops must be a list of aten op names")
     measured["allowed_ops"] = [str(op) for op in measured["allowed_ops"]]
