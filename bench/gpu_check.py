@@ -6,6 +6,15 @@
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --arm writes:flush_reads=0 --arm reads:flush_reads=1
     python bench/gpu_check.py collect DIR [--out DIR]
+    python bench/gpu_check.py integrity [--out DIR]
+
+`integrity` runs every GPU test of the evaluator's integrity checks in one
+go (pytest -m gpu: the exploit cases for the aten allow-list, the reference
+slowed through Python and the dispatcher with their honest twins, cuBLAS
+through ctypes, CUDA C++ through load_inline and its build error, the
+secret probe in cuda mode, and every expert, which must stay `correct`
+under the allow-list and kernel provenance), keeps the verdicts in DIR and
+prints the tables as `collect` does.
 
 `--timing` passes timing settings to every check (`--arm`, for stability,
 runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -155,10 +165,30 @@ def print_spreads(task: str, arm: str, runs: list) -> None:
         )
 
 
+INTEGRITY_CASES = ("0", "13", "20", "21", "22", "23", "24", "25", "25b")
+
+
+def integrity(out: Path) -> None:
+    """Every GPU check of the integrity defences, through pytest -m gpu, then their tables."""
+    verdicts = out / "verdicts"
+    test = "tests/exploits/test_exploits_on_gpu.py::test_every_case_gets_its_verdict_on_the_gpu"
+    env = {**os.environ, "D2K_GPU_VERDICTS": str(verdicts)}
+    for args in (
+        ["tests/exploits/test_secret_probe.py"],
+        [f"{test}[{number}]" for number in INTEGRITY_CASES],
+        ["tests/exploits/test_exploits_on_gpu.py", "-k", "every_expert"],
+    ):
+        command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-v", *args]
+        print("$", " ".join(command), flush=True)
+        subprocess.run(command, cwd=ROOT, env=env, check=False)
+    collect(verdicts, out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "what", choices=["experts", "files", "exploits", "stability", "ceilings", "collect"]
+        "what",
+        choices=["experts", "files", "exploits", "stability", "ceilings", "collect", "integrity"],
     )
     parser.add_argument("items", nargs="*")
     parser.add_argument("--tasks")
@@ -180,6 +210,9 @@ def main() -> None:
         if len(args.items) != 1:
             parser.error("collect takes one folder: the D2K_GPU_VERDICTS of a pytest -m gpu run")
         collect(Path(args.items[0]), args.out)
+        return
+    if args.what == "integrity":
+        integrity(args.out)
         return
     subprocess.run(
         [
@@ -219,7 +252,8 @@ def main() -> None:
         cases = [c for c in CASES if wanted is None or c.number in wanted]
         for case in cases:
             # An endless loop is caught by the watchdog whatever the limit: keep it short.
-            limit = 20 if "timeout" in case.expected else 60
+            limit = 20 if "timeout" in case.expected else 120
+            limit = 480 if case.number in ("25", "25b") else limit
             path = ROOT / "tests" / "exploits" / "kernels" / case.file
             v = check(case.task, path, timeout=limit, timing=args.timing)
             print_verdict(case.task, case.file, v)

@@ -79,9 +79,21 @@ def child_run(task: str) -> None:
         "submission": str(DEFAULT_CATALOG_DIR / task / "expert.py"),
         "out_dir": str(folder / "out"),
         "inplace": spec.inplace,
+        "seeds": spec.seeds,
         "timing": settings,
-        **orchestrate._plan(spec, spec.workloads_for(Mode.CUDA), Mode.CUDA, settings),
     }
+    dealer = orchestrate._dealer(spec, spec.workloads_for(Mode.CUDA), Mode.CUDA, settings)
+
+    class LocalChannel(Channel):
+        """The child's channel, with the orchestrator's Dealer answering in process."""
+
+        def ask(self, what: str, **fields):
+            self.send("ask", what=what, **fields)
+            reply = dealer.answer({"what": what, **fields})
+            if "error" in reply:
+                raise RuntimeError(reply["error"])
+            return reply
+
     traces: dict[str, list] = {}
     timed = Child.time_workload
 
@@ -99,7 +111,7 @@ def child_run(task: str) -> None:
     Child.time_workload = traced
     log = folder / "messages.jsonl"
     fd = os.open(log, os.O_WRONLY | os.O_CREAT, 0o600)
-    Child(job, Channel(fd)).run()
+    Child(job, LocalChannel(fd)).run()
     os.close(fd)
     messages = [json.loads(line) for line in log.read_text().splitlines()]
     timings = {m["workload"]: m for m in messages if m["event"] == "timing"}

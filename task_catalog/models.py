@@ -48,6 +48,10 @@ class TaskVersion(BaseModel):
     forbidden_ops = models.JSONField(default=list, blank=True)
     inplace = models.BooleanField(default=False)
     seeds = models.PositiveSmallIntegerField(default=3)
+    # Optional measured content (docs/task-format.md): the baseline speedups
+    # are measured against, and aten ops beyond glue the task allows.
+    baseline_source = models.TextField(blank=True, default="")
+    allowed_ops = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["task", "-number"]

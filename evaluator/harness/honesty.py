@@ -20,6 +20,9 @@ import torch
 import torch.profiler
 from torch.utils._python_dispatch import TorchDispatchMode
 
+# Taken before any submission is imported (see PatchGuard).
+_device_synchronize = torch.cuda.synchronize
+
 
 def _patch_targets() -> list[tuple[str, Any, str]]:
     targets: list[tuple[str, Any, str]] = []
@@ -81,6 +84,31 @@ class PatchGuard:
         return found
 
 
+# What a submission may do through aten: allocate, view, copy, fill and cast.
+# Anything else computes, and is the library doing the task (SPEC §4): it is
+# flagged `compute_op` by name, unless the task's `allowed_ops` adds it.
+# Factory and metadata ops Triton's launcher and interpreter make (empty,
+# strides, device moves) are in the list; arithmetic and reductions are not.
+_GLUE_OPS = """
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros
+    ones ones_like new_ones full full_like new_full scalar_tensor lift_fresh lift_fresh_copy
+    resize_ set_
+    view _unsafe_view reshape _reshape_alias as_strided alias detach detach_ transpose t
+    permute expand expand_as unsqueeze squeeze flatten unflatten select slice narrow split
+    split_with_sizes chunk unbind view_as view_as_real view_as_complex contiguous movedim
+    swapaxes resolve_conj resolve_neg _conj conj numpy_T mT unfold
+    copy_ _copy_from _copy_from_and_resize clone to _to_copy _to_dense type_as fill_ zero_
+    _local_scalar_dense item _has_compatible_shallow_copy_type record_stream
+"""
+ALLOWED_OPS = frozenset(f"aten::{name}" for name in _GLUE_OPS.split())
+
+
+def disallowed_ops(ops: set[str] | list[str], extra_allowed: tuple[str, ...] = ()) -> list[str]:
+    """The aten ops in `ops` that are neither glue (ALLOWED_OPS) nor allowed by the task."""
+    allowed = ALLOWED_OPS | set(extra_allowed)
+    return sorted(op for op in ops if op.startswith("aten::") and op not in allowed)
+
+
 class _DispatchRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -92,17 +120,25 @@ class _DispatchRecorder(TorchDispatchMode):
 
 
 class OpRecorder:
-    """Records every aten op a call executes, by two independent means.
+    """Records every aten op a call executes, by two independent means, and its GPU kernels.
 
     A Python dispatch mode sees ops after composite decomposition; the
     profiler's RecordFunction hooks live below the Python mode stack, so code
-    that pops or disables dispatch modes is still seen.
+    that pops or disables dispatch modes is still seen. With `kernels` (cuda
+    mode) the profiler also takes CUPTI's activity records: the name of every
+    kernel that ran on the GPU during the call, whoever launched it (a
+    library called through ctypes included), for `library_kernel`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, kernels: bool = False) -> None:
         self._mode = _DispatchRecorder()
-        self._profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if kernels:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self._kernels = kernels
+        self._profiler = torch.profiler.profile(activities=activities)
         self.ops: set[str] = set()
+        self.kernels: set[str] = set()
 
     def __enter__(self) -> OpRecorder:
         self._profiler.__enter__()
@@ -110,10 +146,18 @@ class OpRecorder:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._kernels:
+            # Every kernel of the call has ended, so CUPTI has its record.
+            _device_synchronize()
         self._mode.__exit__(*exc_info)
         self._profiler.__exit__(*exc_info)
-        profiled = {e.name for e in self._profiler.events() if e.name.startswith("aten::")}
+        events = self._profiler.events()
+        profiled = {e.name for e in events if e.name.startswith("aten::")}
         self.ops = self._mode.ops | profiled
+        if self._kernels:
+            self.kernels = {
+                e.name for e in events if e.device_type == torch.autograd.DeviceType.CUDA
+            } | {k.name for e in events for k in getattr(e, "kernels", ())}
 
 
 # Names a kernel has no business touching: the dispatch-mode stack, the

@@ -7,11 +7,13 @@ outputs are computed here, from the same secret seeds the child used.
 from __future__ import annotations
 
 import math
+import re
 import secrets
 from pathlib import Path
 
 import torch
 
+from . import honesty
 from .compare import Comparison, compare_tensor, dtype_name
 from .protocol import Observed, flag
 from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
@@ -60,33 +62,36 @@ class _Reference:
             return as_tuple(model(*inputs))
 
 
-def judge(task, mode, plan, seen: Observed, workdir: Path, env_info) -> list[WorkloadResult]:
-    """One result per workload the child reported on, in plan order."""
+def judge(
+    task, mode, plan, seen: Observed, workdir: Path, env_info, *, source: str = ""
+) -> list[WorkloadResult]:
+    """One result per workload the child reported on, in plan order.
+
+    `plan` is what the parent issued (protocol.Dealer.record); `source` is
+    the submission's, whose own kernels are told from a library's by name.
+    """
     if not seen.outputs:
         return []
     reference = _Reference(task, mode)
     by_name = {w.name: w for w in task.workloads}
+    own = own_kernel_names(source)
     return [
         _judge_workload(
-            task, by_name[entry["name"]], entry, plan, seen, reference, workdir, env_info
+            task, by_name[entry["name"]], entry, plan, seen, reference, workdir, env_info, own
         )
         for entry in plan["workloads"]
         if seen.outputs.get(entry["name"])
     ]
 
 
-def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info):
+def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info, own):
     calls = seen.outputs[spec.name]
-    forbidden = set(task.forbidden_ops)
     worst_abs = worst_rel = 0.0
     failure = ""
     expected_by_seed: dict[int, tuple] = {}
     for call in calls:
-        used = forbidden.intersection(call.get("ops", []))
-        if used:
-            seen.flags.append(
-                flag("forbidden_op", f"{spec.name}: called {', '.join(sorted(used))}")
-            )
+        _judge_ops(task, spec, call.get("ops", []), seen)
+        _judge_kernels(spec, call.get("kernels", []), own, seen)
         if call.get("mutated_inputs"):
             seen.flags.append(
                 flag(
@@ -113,7 +118,7 @@ def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info)
     measurement, extra = None, {}
     if status is Status.CORRECT and entry["timed"] and spec.name in seen.timings:
         measurement, extra, timing_failure = _judge_timing(
-            task, spec, entry, seen, reference, plan["fingerprint_seed"], env_info
+            task, spec, entry, seen, reference, own, env_info
         )
         if timing_failure:
             status, failure = Status.INCORRECT, timing_failure
@@ -128,6 +133,86 @@ def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info)
         measurement=measurement,
         **extra,
     )
+
+
+def _judge_ops(task: TaskSpec, spec, ops: list[str], seen: Observed) -> None:
+    """Flag every aten op the call made that is not glue: by allow-list, not by deny-list.
+
+    An op the task names in `forbidden_ops` computes its very answer
+    (`forbidden_op`); any other compute op is torch doing work the kernel was
+    to do (`compute_op`). Each is named once per workload.
+    """
+    used = honesty.disallowed_ops(ops, task.allowed_ops)
+    forbidden = sorted(set(used) & set(task.forbidden_ops))
+    other = sorted(set(used) - set(task.forbidden_ops))
+    found = []
+    if forbidden:
+        why = "a library op that computes this task's answer"
+        found.append(flag("forbidden_op", f"{spec.name}: called {', '.join(forbidden)} ({why})"))
+    if other:
+        why = "torch compute ops; only allocation, views, copies, fills and casts are allowed"
+        found.append(flag("compute_op", f"{spec.name}: called {', '.join(other)} ({why})"))
+    seen.flags += [f for f in found if f not in seen.flags]
+
+
+# Kernels a submission may run without compiling them: copies, fills and
+# casts (torch's glue kernels), and the copy and set engines' records.
+GLUE_KERNEL = re.compile(
+    r"copy|Copy|fill|Fill|zero|Zero|Memcpy|Memset|memcpy|memset|CatArrayBatched|"
+    r"cast|Cast|contiguous"
+)
+# The harness's own kernels (cover.py, and torch.cuda._sleep where the cover
+# could not be loaded), which run inside an audit call's window.
+HARNESS_KERNELS = ("d2k_cover", "d2k_stamp", "spin_kernel")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def own_kernel_names(source: str) -> set[str]:
+    """Every identifier in the submission's source: its Triton JIT functions and CUDA kernels.
+
+    A Triton kernel runs under its function's name; a `load_inline` kernel
+    under its `__global__` function's (demangled, with namespaces, template
+    arguments and parameters). A library's kernel (cuBLAS, CuPy, Inductor)
+    is named by the library, not in the source.
+    """
+    return set(_IDENTIFIER.findall(source))
+
+
+def kernel_base_name(kernel: str) -> str:
+    """`void ns::name<T>(float*, int)` -> `name`: the kernel's own identifier."""
+    text = kernel.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    text = text.split("(", 1)[0]
+    depth, head = 0, []
+    for char in text:
+        depth += char == "<"
+        if depth == 0:
+            head.append(char)
+        depth -= char == ">"
+    return "".join(head).rsplit("::", 1)[-1].strip()
+
+
+def library_kernels(kernels: list[str], own: set[str]) -> list[str]:
+    """The kernels that are neither the submission's own nor glue, nor the harness's."""
+    return sorted(
+        k
+        for k in kernels
+        if isinstance(k, str)
+        and kernel_base_name(k) not in own
+        and not GLUE_KERNEL.search(k)
+        and not any(name in k for name in HARNESS_KERNELS)
+    )
+
+
+def _judge_kernels(spec, kernels: list[str], own: set[str], seen: Observed) -> None:
+    found = library_kernels(list(kernels or []), own)
+    if not found:
+        return
+    shown = ", ".join(name[:160] for name in found[:8])
+    detail = f"{spec.name}: ran GPU kernels it did not compile: {shown}"
+    if not any(f == {"check": "library_kernel", "detail": detail} for f in seen.flags):
+        seen.flags.append(flag("library_kernel", detail))
 
 
 def _load_outputs(path: Path, device: torch.device) -> tuple:
@@ -189,19 +274,27 @@ def _times(msg: dict, key: str, *, required: bool = True) -> list[float] | None:
 
 
 def _malformed_extras(
-    msg: dict, batch: dict | None, outputs: list | None, audits: list[dict]
+    msg: dict, batch: dict | None, outputs: list | None, entry: dict
 ) -> list[str]:
     """The parts of a workload's report, besides its times, the judge cannot read.
 
-    The audit calls are the plan's: one report each, with the planned seeds in order.
+    Every sampled call names a seed the parent issued for a timed call, once,
+    and a sample seed it issued; the audit calls are the parent's: one report
+    each, with the issued seeds in order.
     """
+    audits = entry.get("audits", [])
 
     def number(value: object) -> bool:
         return isinstance(value, int | float) and math.isfinite(value) and value >= 0
 
+    issued_samples = set(entry.get("samples", []))
+
     def samples(value: object) -> bool:
         return isinstance(value, list) and all(
-            isinstance(item, dict) and isinstance(item.get("seed"), int) and "fp" in item
+            isinstance(item, dict)
+            and isinstance(item.get("seed"), int)
+            and item.get("sample_seed") in issued_samples
+            and "fp" in item
             for item in value
         )
 
@@ -209,6 +302,11 @@ def _malformed_extras(
         return isinstance(value, dict) and all(number(value.get(who)) for who in ("sub", "ref"))
 
     bad = [key for key in ("prints", "batch_prints") if not samples(msg.get(key, []))]
+    if not bad:
+        # Each sampled call's seed is one the parent issued for a timed call, once.
+        called = [item["seed"] for key in ("prints", "batch_prints") for item in msg.get(key, [])]
+        if len(set(called)) != len(called) or not set(called) <= set(entry.get("calls", [])):
+            bad.append("seeds")
     audited = msg.get("audit_prints", [])
     if not samples(audited) or [a["seed"] for a in audited] != [a["seed"] for a in audits]:
         bad.append("audit_prints")
@@ -232,7 +330,7 @@ def _covers(msg: dict) -> dict:
     return out
 
 
-def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
+def _judge_timing(task, spec, entry, seen, reference, own, env_info):
     msg = seen.timings[spec.name]
     stamping = bool(env_info.get("timing_settings", {}).get("window_stamps"))
     times = {key: _times(msg, key) for key in ("sub_ms", "ref_ms")}
@@ -240,7 +338,7 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
         times |= {key: _times(msg, key, required=False) for key in ("sub_stamp_ms", "ref_stamp_ms")}
     malformed = sorted(key for key, value in times.items() if value is None)
     malformed += _malformed_extras(
-        msg, seen.batches.get(spec.name), seen.outputs.get(spec.name), entry.get("audits", [])
+        msg, seen.batches.get(spec.name), seen.outputs.get(spec.name), entry
     )
     if malformed:
         seen.flags.append(
@@ -286,8 +384,8 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
     sample = rng.sample(prints, min(SAMPLED_TIMED_CALLS, len(prints)))
     sample += rng.sample(batch_prints, min(SAMPLED_BATCH_CALLS, len(batch_prints)))
     for item in sample:
-        expected = reference.outputs(spec.params, int(item["seed"]), entry["seeds"][0])
-        if not _fingerprint_matches(item["fp"], expected, fp_seed, task):
+        expected = reference.outputs(spec.params, int(item["seed"]), entry["model_seed"])
+        if not _fingerprint_matches(item["fp"], expected, int(item["sample_seed"]), task):
             return (
                 measurement,
                 {},
@@ -298,8 +396,11 @@ def _judge_timing(task, spec, entry, seen, reference, fp_seed, env_info):
             )
     # Every audit call is checked: one wrong answer is the finding.
     for item in msg.get("audit_prints", []):
-        expected = reference.outputs(spec.params, int(item["seed"]), entry["seeds"][0])
-        if not _fingerprint_matches(item["fp"], expected, fp_seed, task, AUDIT_SAMPLES):
+        _judge_ops(task, spec, list(item.get("ops", [])), seen)
+        _judge_kernels(spec, list(item.get("kernels", [])), own, seen)
+        expected = reference.outputs(spec.params, int(item["seed"]), entry["model_seed"])
+        sample_seed = int(item["sample_seed"])
+        if not _fingerprint_matches(item["fp"], expected, sample_seed, task, AUDIT_SAMPLES):
             return measurement, {}, AUDIT_FAILURE
     if batch:
         host, device = float(batch["host_ms"]), float(batch["event_ms"])

@@ -11,17 +11,19 @@ process from the submission's) and judges everything the child reported.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, honesty, package, protocol, sandbox
+from . import environment, honesty, package, protocol, redact, sandbox
 from .judge import judge
 from .protocol import Observed
 from .spec import (
@@ -95,7 +97,9 @@ def evaluate(
     memory_bytes: int | None = None,
     keep_workdir: bool = False,
     timing: dict[str, float] | None = None,
+    plan_sink: list[dict[str, Any]] | None = None,
 ) -> Verdict:
+    """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued."""
     started = time.monotonic()
     settings = timing_settings(timing)
     env_info = environment.describe(mode)
@@ -123,12 +127,21 @@ def evaluate(
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
+    public_dir = Path(tempfile.mkdtemp(prefix="d2k-task-"))
     try:
-        plan = _plan(task, workloads, mode, settings)
+        _public_package(task, public_dir)
+        log_path = workdir / "child.log"
+        dealer = _dealer(task, workloads, mode, settings, on_hidden=lambda: _size(log_path))
         monitor = environment.GpuMonitor()
         with monitor if mode is Mode.CUDA else contextlib.nullcontext():
-            run = _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes)
+            run = _run_child(
+                task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
+            )
+        plan = dealer.record()
+        if plan_sink is not None:
+            plan_sink.append(plan)
         seen = protocol.collect(run.messages, plan, run.bad_messages)
+        seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
         if mode is Mode.CUDA:
@@ -140,15 +153,26 @@ def evaluate(
             covers = [t.get("cover") for t in seen.timings.values()]
             env_info["launch_cover"] = covers[0] if covers else None
             env_info["gpu_state_after"] = environment.gpu_state()
-        log = _read_log(workdir / "child.log")
-        results = judge(task, mode, plan, seen, workdir, env_info)
+        log = _read_log(log_path)
+        public_log = _read_log(log_path, limit_bytes=dealer.hidden_mark)
+        results = judge(task, mode, plan, seen, workdir, env_info, source=source)
+        honest_so_far = not seen.flags and all(r.status is Status.CORRECT for r in results)
+        if mode is Mode.CUDA and seen.timings and honest_so_far:
+            clean = _clean_reference_times(
+                task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
+            )
+            env_info["clean_reference"] = clean
+            seen.flags += reference_tampering(results, clean)
     finally:
         if not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(public_dir, ignore_errors=True)
     for name in honesty.tampering_names(source):
         seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
-    status, message = _decide(run, seen, results, len(workloads))
-    return _verdict(task, mode, status, message, seen.flags, results, env_info, log, started)
+    status, message = _decide(run, seen, results, len(workloads), task=task)
+    flags = redact.flags(task, seen.flags)
+    verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)
+    return dataclasses.replace(verdict, public_log=public_log)
 
 
 def _census(pids: set[int], seen: Observed) -> None:
@@ -169,7 +193,12 @@ def _census(pids: set[int], seen: Observed) -> None:
 
 
 def _decide(
-    run: sandbox.ChildRun, seen: Observed, results: list[WorkloadResult], expected: int
+    run: sandbox.ChildRun,
+    seen: Observed,
+    results: list[WorkloadResult],
+    expected: int,
+    *,
+    task: TaskSpec,
 ) -> tuple[Status, str]:
     """One status for the evaluation, in order of precedence (docs/evaluator.md).
 
@@ -198,6 +227,8 @@ def _decide(
         status = Status(kind) if kind in set(Status) else Status.RUNTIME_ERROR
         where = seen.error.get("workload")
         text = str(seen.error.get("message", ""))
+        if where in redact.hidden_names(task):
+            return status, redact.error_message(text)
         return status, f"{text} (workload {where})" if where else text
     if not seen.done:
         code = run.returncode
@@ -209,60 +240,109 @@ def _decide(
         return Status.RUNTIME_ERROR, f"the submission's process ended early ({how})"
     incorrect = [r for r in results if r.status is not Status.CORRECT]
     if incorrect:
-        names = ", ".join(r.name for r in incorrect)
-        return Status.INCORRECT, f"incorrect on {names}: {incorrect[0].message}"
+        public = [r for r in incorrect if not r.hidden]
+        hidden = len(incorrect) - len(public)
+        names = [r.name for r in public]
+        if hidden:
+            names.append(f"{hidden} hidden workload{'s' if hidden > 1 else ''}")
+        # A hidden workload's message names its shapes: staff see it in its row.
+        why = public[0].message if public else "its output differs from the reference"
+        return Status.INCORRECT, f"incorrect on {', '.join(names)}: {why}"
     if len(results) != expected:
         return Status.WORKER_ERROR, "the evaluation ended without a result for every workload"
     return Status.CORRECT, f"correct on all {len(results)} workloads"
 
 
-def _plan(
-    task: TaskSpec, workloads: tuple[WorkloadSpec, ...], mode: Mode, settings: dict
-) -> dict[str, Any]:
-    def seed() -> int:
-        return secrets.randbits(62)
-
-    def entry(w: WorkloadSpec) -> dict[str, Any]:
-        timed = mode is Mode.CUDA and w.role == "timed"
-        return {
+def _dealer(
+    task: TaskSpec,
+    workloads: tuple[WorkloadSpec, ...],
+    mode: Mode,
+    settings: dict,
+    *,
+    clean: bool = False,
+    on_hidden=None,
+) -> protocol.Dealer:
+    """The evaluation's plan, held by the parent: the child learns each part when it is due."""
+    entries: list[dict[str, Any]] = [
+        {
             "name": w.name,
             "params": w.params,
-            "seeds": [seed() for _ in range(task.seeds)],
-            "timed": timed,
-            "timing_seed": seed(),
-            "ref_timing_seed": seed(),
-            "audits": audit_plan(int(settings["max_calls"])) if timed else [],
+            "timed": mode is Mode.CUDA and w.role == "timed",
+            "hidden": w.hidden,
         }
-
-    return {"fingerprint_seed": seed(), "workloads": [entry(w) for w in workloads]}
-
-
-def audit_plan(max_calls: int) -> list[dict[str, int]]:
-    """AUDIT_CALLS audit calls, each after a secret timed call, with secret seeds of their own."""
-    calls = max(max_calls, 1)
-    places = secrets.SystemRandom().sample(range(1, calls + 1), min(AUDIT_CALLS, calls))
-    return [
-        {"after_call": place, "seed": secrets.randbits(62), "decoy_seed": secrets.randbits(62)}
-        for place in sorted(places)
+        for w in workloads
     ]
+    audits: dict[str, list[int]] = {
+        str(entry["name"]): audit_places(int(settings["max_calls"]))
+        for entry in entries
+        if entry["timed"] and not clean
+    }
+    return protocol.Dealer(
+        entries, seeds=task.seeds, audits=audits, clean=clean, on_hidden=on_hidden
+    )
 
 
-def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_bytes):
-    (workdir / "submission.py").write_text(source)
-    task_dir = Path(task.directory).resolve()
+def audit_places(max_calls: int) -> list[int]:
+    """The AUDIT_CALLS secret timed calls after which an audit call is made."""
+    calls = max(max_calls, 1)
+    return sorted(secrets.SystemRandom().sample(range(1, calls + 1), min(AUDIT_CALLS, calls)))
+
+
+def _public_package(task: TaskSpec, folder: Path) -> None:
+    """What of the task the sandbox may read: reference.py (and baseline.py), never task.toml.
+
+    The hidden workloads are defined in task.toml only; the child is told a
+    workload's parameters when it runs it.
+    """
+    for name in ("reference.py", "baseline.py"):
+        source = Path(task.directory) / name
+        if source.is_file():
+            shutil.copyfile(source, folder / name)
+    folder.chmod(0o755)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _run_child(
+    task,
+    source,
+    mode,
+    dealer,
+    settings,
+    workdir,
+    public_dir,
+    timeout_s,
+    memory_bytes,
+    *,
+    clean: bool = False,
+    log_name: str = "child.log",
+):
+    if not clean:
+        (workdir / "submission.py").write_text(source)
+    task_dir = public_dir.resolve()
     seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
+    # No seed and no workload: the child asks for each when it is due (Dealer).
     job = {
         "mode": str(mode),
         "reference": f"{seen.task}/reference.py",
-        "submission": f"{seen.work}/submission.py",
+        "baseline": f"{seen.task}/baseline.py" if (task_dir / "baseline.py").is_file() else "",
+        "submission": "" if clean else f"{seen.work}/submission.py",
+        "clean": clean,
         "out_dir": f"{seen.work}/out",
         "inplace": task.inplace,
+        "seeds": task.seeds,
         "timing": settings,
-        **plan,
     }
     (workdir / "job.json").write_text(json.dumps(job))
     env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        # The interpreter's own bin folder holds ninja where pip installed it;
+        # load_inline needs it, and nvcc, on the PATH.
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin",
         "HOME": seen.work,
         "TMPDIR": seen.work,
         "LANG": "C.UTF-8",
@@ -280,24 +360,84 @@ def _run_child(task, source, mode, plan, settings, workdir, timeout_s, memory_by
             env[key] = os.environ[key]
     bootstrap = "import evaluator.harness.child as c; c.main()"
     run = sandbox.run_child(
-        python_args=["-s", "-c", bootstrap, f"{seen.work}/job.json", "{fd}"],
+        python_args=["-s", "-c", bootstrap, f"{seen.work}/job.json", "{fd}", "{reply_fd}"],
         workdir=workdir,
         task_dir=task_dir,
         env=env,
         limits=sandbox.Limits(
             timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
         ),
-        log_path=workdir / "child.log",
+        log_path=workdir / log_name,
         gpu=mode is Mode.CUDA,
+        answer=dealer.answer,
     )
     return run
 
 
-def _read_log(path: Path) -> str:
+# The in-process baseline may be slower than in a clean process by this much
+# before it is flagged: across processes an honest reference's median moves
+# by a few percent (allocator placement, the GPU's state; docs/benchmarks.md).
+TAMPERING_RATIO = 1.10
+TAMPERING_MS = 0.002
+
+
+def _clean_reference_times(
+    task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
+) -> dict[str, Any]:
+    """The baseline's medians timed in a sandboxed process that never imports the submission.
+
+    Same protocol (flush, covers, phases) with the submission's side left
+    out: nothing a submission does at import or in its calls (patching
+    torch.softmax, overriding aten::_softmax through torch.library) reaches it.
+    """
+    timed = tuple(w for w in task.workloads_for(mode) if w.role == "timed")
+    dealer = _dealer(task, timed, mode, settings, clean=True)
+    (workdir / "out").mkdir(exist_ok=True)
+    run = _run_child(
+        task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
+        clean=True, log_name="clean.log",
+    )  # fmt: skip
+    plan = {**dealer.record(), "clean": True}
+    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    medians: dict[str, float] = {}
+    for name, msg in seen.timings.items():
+        times = msg.get("ref_ms")
+        if isinstance(times, list) and times and all(isinstance(t, int | float) for t in times):
+            medians[name] = float(sorted(times)[len(times) // 2])
+    problem = "" if seen.done and not seen.flags else (
+        f"the clean run did not finish: {seen.error or seen.flags or run.returncode}"
+    )  # fmt: skip
+    return {"ref_median_ms": medians, "problem": problem[:500]}
+
+
+def reference_tampering(results: list[WorkloadResult], clean: dict[str, Any]) -> list[dict]:
+    """Flags for workloads whose in-process baseline ran slower than in the clean process."""
+    flags = []
+    medians = clean.get("ref_median_ms", {})
+    for result in results:
+        m = result.measurement
+        if m is None or result.name not in medians:
+            continue
+        allowed = medians[result.name] * TAMPERING_RATIO + TAMPERING_MS
+        if m.ref_median_ms > allowed:
+            flags.append(
+                protocol.flag(
+                    "reference_tampering",
+                    f"{result.name}: the reference took {m.ref_median_ms:.4f} ms beside the "
+                    f"submission but {medians[result.name]:.4f} ms in a clean process",
+                )
+            )
+    return flags
+
+
+def _read_log(path: Path, *, limit_bytes: int | None = None) -> str:
+    """The child's log, cut in the middle past LOG_LIMIT; only its first `limit_bytes` if given."""
     try:
         data = path.read_bytes()
     except OSError:
         return ""
+    if limit_bytes is not None:
+        data = data[:limit_bytes]
     text = data.decode(errors="replace")
     if len(text) <= LOG_LIMIT:
         return text

@@ -5,6 +5,7 @@ A package is one folder:
     <slug>/task.toml        metadata, tolerances, workloads, guidance deps, properties
     <slug>/statement.md     the task statement (markdown)
     <slug>/reference.py     KernelBench-style Model / get_inputs / get_init_inputs
+    <slug>/baseline.py      optional: the Model speedups are measured against
     <slug>/expert.py        the expert ModelNew
     <slug>/guidance/L1.md, L2.md, L3.md
 """
@@ -41,7 +42,12 @@ MEASURED_FIELDS = (
     "inplace",
     "seeds",
     "workloads",
+    "baseline_source",
+    "allowed_ops",
 )
+# Measured fields a package may leave out: hashed only when set, so a task
+# without them keeps the hash it had before they existed.
+OPTIONAL_FIELDS = ("baseline_source", "allowed_ops")
 WORKLOAD_FIELDS = (
     "name",
     "role",
@@ -79,12 +85,18 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
             }
             for w in spec.workloads
         ],
+        "baseline_source": spec.baseline_source,
+        "allowed_ops": list(spec.allowed_ops),
     }
 
 
 def measured_content_hash(measured: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of the measured content (key order irrelevant)."""
-    canonical = {key: measured[key] for key in MEASURED_FIELDS}
+    canonical = {
+        key: measured[key]
+        for key in MEASURED_FIELDS
+        if key not in OPTIONAL_FIELDS or measured.get(key)
+    }
     canonical["workloads"] = [
         {key: w.get(key) for key in WORKLOAD_FIELDS} for w in measured["workloads"]
     ]
@@ -174,11 +186,13 @@ def load_task(path: Path) -> TaskSpec:
         statement=_read(path, "statement.md"),
         tolerances=tolerances,
         forbidden_ops=tuple(meta.get("forbidden_ops", [])),
+        allowed_ops=tuple(meta.get("allowed_ops", [])),
         workloads=tuple(workloads),
         guidance=tuple(guidance),
         properties=properties,
         reference_source=_read(path, "reference.py"),
         expert_source=_read(path, "expert.py"),
+        baseline_source=_optional(path, "baseline.py"),
         inplace=bool(meta.get("inplace", False)),
         seeds=int(meta.get("seeds", 3)),
         notes=meta.get("notes", ""),
@@ -191,6 +205,11 @@ def _read(path: Path, name: str) -> str:
         return (path / name).read_text()
     except FileNotFoundError as exc:
         raise TaskPackageError(f"{path}: missing {name}") from exc
+
+
+def _optional(path: Path, name: str) -> str:
+    file = path / name
+    return file.read_text() if file.is_file() else ""
 
 
 def _levels(path: Path, values: list[str]) -> tuple[Level, ...]:

@@ -10,11 +10,16 @@ reader thread give the wall time of the timing batches.
 
 from __future__ import annotations
 
+import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 # Sent by the child's own checks: allowed between any two protocol messages.
-INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped"}
+INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped", "kernels"}
+# The child's requests (Dealer answers them as they come): not part of the sequence.
+REQUESTS = {"ask"}
 
 
 def flag(check: str, detail: str) -> dict[str, str]:
@@ -33,21 +38,157 @@ class Observed:
     done: bool = False
 
 
+# What a seed is for. The child asks for each one as it makes the call
+# that needs it (Dealer), so no seed exists, even in the parent, before then.
+PURPOSES = frozenset({"check", "model", "warm", "ref", "call", "sample", "audit", "decoy"})
+TIMING_PURPOSES = PURPOSES - {"check"}
+
+
+def steps_of(workloads: list[dict[str, Any]], *, clean: bool = False) -> list[tuple[str, str]]:
+    """The evaluation's steps, (kind, workload): "check" (correctness) or "time".
+
+    Public workloads are checked first, then the timed ones are timed, and
+    the hidden workloads come last: nothing of them reaches the child, or
+    its log, before all the rest is done. A clean run (the reference timed in
+    a process that never imports the submission) only times.
+    """
+    timed = [("time", w["name"]) for w in workloads if w["timed"]]
+    if clean:
+        return timed
+    public = [("check", w["name"]) for w in workloads if not w["hidden"]]
+    hidden = [("check", w["name"]) for w in workloads if w["hidden"]]
+    return [*public, *timed, *hidden]
+
+
+class Dealer:
+    """The parent's side of the child's requests: steps, seeds and audits, each when due.
+
+    The child holds no plan. It asks for its next step (a workload's name and
+    parameters), for each call's seed as it makes that call, for the seed of
+    a timed call's sampled positions once the call has returned, and after
+    every timed call whether an audit follows. Seeds are drawn at the
+    request, from `secrets`; `record()` gives the judge what was issued.
+    Requests that do not fit the current step are refused and kept in
+    `problems` (flagged `result_channel`).
+    """
+
+    def __init__(
+        self,
+        workloads: list[dict[str, Any]],
+        *,
+        seeds: int,
+        audits: dict[str, list[int]] | None = None,
+        clean: bool = False,
+        on_hidden: Callable[[], Any] | None = None,
+    ):
+        self._workloads = {w["name"]: w for w in workloads}
+        self._steps = steps_of(workloads, clean=clean)
+        self._position = 0
+        self._seeds = seeds
+        # Secret: the timed calls after which an audit call is made.
+        self._audit_places = {name: sorted(places) for name, places in (audits or {}).items()}
+        self._last_call: dict[str, int] = {}
+        self._on_hidden = on_hidden
+        self.hidden_mark: Any = None
+        self.current: tuple[str, str] | None = None
+        self.issued: dict[str, dict[str, list[int]]] = {w["name"]: {} for w in workloads}
+        self.problems: list[str] = []
+        # (host monotonic clock, seed) of every seed, as it was drawn.
+        self.issued_at: list[tuple[float, int]] = []
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        what = request.get("what")
+        if what == "step":
+            return self._next_step()
+        if self.current is None or request.get("workload") != self.current[1]:
+            return self._refuse(f"a {what!r} request for {request.get('workload')!r} out of step")
+        kind, name = self.current
+        if what == "seed":
+            purpose = str(request.get("purpose"))
+            allowed = {"check"} if kind == "check" else TIMING_PURPOSES
+            if purpose not in allowed:
+                return self._refuse(f"a seed for {purpose!r} during a {kind} step")
+            drawn = self.issued[name].setdefault(purpose, [])
+            if purpose == "check" and len(drawn) >= self._seeds:
+                return self._refuse(f"more than {self._seeds} correctness seeds for {name}")
+            drawn.append(secrets.randbits(62))
+            self.issued_at.append((time.monotonic(), drawn[-1]))
+            return {"seed": drawn[-1]}
+        if what == "audit" and kind == "time":
+            call = request.get("call")
+            if not isinstance(call, int) or call <= self._last_call.get(name, 0):
+                return self._refuse(f"an audit question after call {call!r} of {name}")
+            self._last_call[name] = call
+            places = self._audit_places.get(name, [])
+            due = bool(places) and places[0] <= call
+            if due:
+                places.pop(0)
+            return {"audit": due}
+        if what == "audits_left" and kind == "time":
+            left = len(self._audit_places.get(name, []))
+            self._audit_places[name] = []
+            return {"count": left}
+        return self._refuse(f"an unknown request {what!r}")
+
+    def _next_step(self) -> dict[str, Any]:
+        if self._position >= len(self._steps):
+            self.current = None
+            return {"step": "end"}
+        kind, name = self._steps[self._position]
+        self._position += 1
+        self.current = (kind, name)
+        workload = self._workloads[name]
+        if workload["hidden"] and self.hidden_mark is None and self._on_hidden is not None:
+            self.hidden_mark = self._on_hidden()
+        return {"step": kind, "workload": {"name": name, "params": workload["params"]}}
+
+    def _refuse(self, problem: str) -> dict[str, Any]:
+        self.problems.append(problem)
+        return {"error": problem}
+
+    def record(self) -> dict[str, Any]:
+        """What was issued, per workload in step order, as `collect` and the judge read it."""
+        order = list(dict.fromkeys(name for _, name in self._steps))
+        workloads = []
+        for name in order:
+            issued = self.issued[name]
+            workloads.append(
+                {
+                    **self._workloads[name],
+                    "seeds": list(issued.get("check", [])),
+                    "model_seed": (issued.get("check") or issued.get("model") or [0])[0],
+                    "calls": list(issued.get("call", [])),
+                    "samples": list(issued.get("sample", [])),
+                    "audits": [{"seed": seed} for seed in issued.get("audit", [])],
+                }
+            )
+        return {
+            "workloads": workloads,
+            "steps": list(self._steps),
+            "seeds": self._seeds,
+            "issued_at": list(self.issued_at),
+        }
+
+
 def expected_sequence(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(event, workload, tag) in the order an honest child sends them."""
     steps: list[tuple[str, str, str]] = [("hello", "", ""), ("ready", "", "")]
-    for w in plan["workloads"]:
-        for index in range(len(w["seeds"])):
-            steps.append(("output", w["name"], str(index)))
-            if index == 0:
-                steps.append(("output", w["name"], "0r"))
-    for w in plan["workloads"]:
-        if w["timed"]:
-            steps += [
-                ("batch_begin", w["name"], ""),
-                ("batch_end", w["name"], ""),
-                ("timing", w["name"], ""),
-            ]
+    by_name = {w["name"]: w for w in plan["workloads"]}
+    order = plan.get("steps") or [
+        *(("check", w["name"]) for w in plan["workloads"]),
+        *(("time", w["name"]) for w in plan["workloads"] if w["timed"]),
+    ]
+    for kind, name in order:
+        if kind == "check":
+            count = plan.get("seeds", len(by_name[name]["seeds"]))
+            for index in range(count):
+                steps.append(("output", name, str(index)))
+                if index == 0:
+                    steps.append(("output", name, "0r"))
+        elif plan.get("clean"):
+            steps.append(("timing", name, ""))
+        else:
+            steps += [("batch_begin", name, ""), ("batch_end", name, ""), ("timing", name, "")]
     steps.append(("done", "", ""))
     return steps
 
@@ -66,6 +207,8 @@ def collect(
         if finished:
             seen.flags.append(flag("result_channel", f"message {event!r} after the end"))
             break
+        if event in REQUESTS:
+            continue
         if event in INFORMATIONAL:
             _informational(seen, msg)
             continue
@@ -128,7 +271,8 @@ def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, list[int]]
         return f"{event!r} for {msg.get('workload')!r}, expected {name!r}"
     if event == "output":
         index = int(tag.rstrip("r"))
-        if msg.get("tag") != tag or msg.get("seed") != seeds[name][index]:
+        planned = seeds[name][index] if index < len(seeds[name]) else None
+        if msg.get("tag") != tag or planned is None or msg.get("seed") != planned:
             return f"output of {name} with tag {msg.get('tag')!r} or seed not the planned one"
         if msg.get("file") != f"{name}.{tag}.pt":
             return f"output of {name} names the file {msg.get('file')!r}"

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -260,12 +260,34 @@ def _set_limits(limits: Limits, nproc: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
 
-class _Reader(threading.Thread):
-    """Reads JSON lines from the result pipe, stamping each with the host clock."""
+Answer = Callable[[dict], dict]
 
-    def __init__(self, fd: int, sink: ChildRun):
+
+class _Reader(threading.Thread):
+    """Reads JSON lines from the result pipe, stamping each with the host clock.
+
+    A request (`{"event": "ask", ...}`) is answered at once on the reply pipe
+    by `answer` (the orchestrator's Dealer), in the order the requests came.
+    """
+
+    def __init__(
+        self, fd: int, sink: ChildRun, answer: Answer | None = None, reply_fd: int | None = None
+    ):
         super().__init__(daemon=True)
         self.fd, self.sink = fd, sink
+        self.answer, self.reply_fd = answer, reply_fd
+
+    def _reply(self, message: dict) -> None:
+        if self.answer is None or self.reply_fd is None:
+            return
+        import json
+
+        data = (json.dumps(self.answer(message)) + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(self.reply_fd, data) :]
+        except OSError:
+            pass  # the child is gone
 
     def run(self) -> None:
         import json
@@ -289,6 +311,9 @@ class _Reader(threading.Thread):
                         self.sink.messages.append((stamp, message))
                     except ValueError:
                         self.sink.bad_messages += 1
+                        continue
+                    if message.get("event") == "ask":
+                        self._reply(message)
 
 
 def run_child(
@@ -300,17 +325,26 @@ def run_child(
     limits: Limits,
     log_path: Path,
     gpu: bool,
+    answer: Answer | None = None,
 ) -> ChildRun:
-    """Run the harness child; `python_args` may name the result fd as `{fd}`."""
+    """Run the harness child; `python_args` may name the result fd as `{fd}`.
+
+    With `answer`, the child's requests on the result pipe are answered on a
+    second pipe, which `python_args` names as `{reply_fd}`.
+    """
     proctree.become_subreaper()
     read_fd, write_fd = os.pipe()
-    args = [a.replace("{fd}", str(write_fd)) for a in python_args]
+    child_reply_fd, reply_fd = os.pipe()
+    args = [
+        a.replace("{fd}", str(write_fd)).replace("{reply_fd}", str(child_reply_fd))
+        for a in python_args
+    ]
     argv, proc_env, level = sandbox_command(
         python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu
     )
     nproc = proctree.processes_of_uid(os.getuid()) + limits.max_processes
     result = ChildRun(returncode=None, isolation=level)
-    reader = _Reader(read_fd, result)
+    reader = _Reader(read_fd, result, answer, reply_fd)
     started = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -320,11 +354,12 @@ def run_child(
             stderr=subprocess.STDOUT,
             env=proc_env,
             cwd=workdir,
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, child_reply_fd),
             start_new_session=True,
             preexec_fn=lambda: _set_limits(limits, nproc),
         )
     os.close(write_fd)
+    os.close(child_reply_fd)
     reader.start()
     try:
         while proc.poll() is None:
@@ -354,6 +389,7 @@ def run_child(
             proc.wait()
         proctree.reap_orphans()
     reader.join(timeout=10)
+    os.close(reply_fd)
     result.returncode = proc.returncode
     result.wall_seconds = time.monotonic() - started
     return result

@@ -105,7 +105,14 @@ class TaskSpec:
     reference_source: str
     expert_source: str
     inplace: bool = False
+    # Optional baseline.py: what speedups are measured against (its `Model`,
+    # on reference.py's inputs) where the reference is not the fastest
+    # library code; correctness is always against reference.py.
+    baseline_source: str = ""
     seeds: int = 3
+    # aten ops beyond allocation, views, copies, fills and casts that this
+    # task lets a submission call (honesty.ALLOWED_OPS is the base list).
+    allowed_ops: tuple[str, ...] = ()
     notes: str = ""
     directory: str = ""
 
@@ -191,6 +198,9 @@ class Verdict:
     # sha256 of the task's measured content (package.measured_content_hash): the
     # catalog version a result belongs to is the one with this hash.
     task_hash: str = ""
+    # The log as its owner may read it: what the submission printed before
+    # the first hidden workload reached it (redact.py). `log` is all of it.
+    public_log: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -205,6 +215,7 @@ class Verdict:
             "evaluator_version": self.evaluator_version,
             "wall_seconds": self.wall_seconds,
             "task_hash": self.task_hash,
+            "public_log": self.public_log,
         }
 
 

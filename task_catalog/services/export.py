@@ -56,10 +56,14 @@ def task_version_write_package(*, version: TaskVersion, directory: Path) -> Path
     }
     if not meta["hidden"]:
         del meta["hidden"]
+    if version.allowed_ops:
+        meta["allowed_ops"] = list(version.allowed_ops)
     (folder / "task.toml").write_text(tomli_w.dumps(meta))
     (folder / "statement.md").write_text(task.statement)
     (folder / "reference.py").write_text(version.reference_source)
     (folder / "expert.py").write_text(version.expert_source)
+    if version.baseline_source:
+        (folder / "baseline.py").write_text(version.baseline_source)
     for level in Level.values:
         text = guidance[level].text if level in guidance else ""
         (folder / "guidance" / f"{level}.md").write_text(text)

@@ -72,6 +72,8 @@ def _measured_from_version(version: TaskVersion) -> dict[str, Any]:
         "workloads": [
             {key: getattr(w, key) for key in WORKLOAD_FIELDS} for w in version.workloads.all()
         ],
+        "baseline_source": version.baseline_source,
+        "allowed_ops": list(version.allowed_ops),
     }
 
 
@@ -256,6 +258,8 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
             "inplace": False,
             "seeds": 3,
             "workloads": [],
+            "baseline_source": "",
+            "allowed_ops": [],
         }
     measured.update(measured_fields)
     if not isinstance(measured["workloads"], list | tuple):
@@ -264,6 +268,12 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
     if not isinstance(measured["forbidden_ops"], list | tuple):
         raise ValidationError("forbidden_ops must be a list of aten op names")
     measured["forbidden_ops"] = [str(op) for op in measured["forbidden_ops"]]
+    # An optional field left empty in a form arrives as None.
+    measured["allowed_ops"] = measured["allowed_ops"] or []
+    if not isinstance(measured["allowed_ops"], list | tuple):
+        raise ValidationError("allowed_ops must be a list of aten op names")
+    measured["allowed_ops"] = [str(op) for op in measured["allowed_ops"]]
+    measured["baseline_source"] = str(measured["baseline_source"] or "")
     _tolerances_check(measured["tolerances"])
     names = [w["name"] for w in measured["workloads"]]
     if len(names) != len(set(names)):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import judge, orchestrate, protocol
+from evaluator.harness import judge, orchestrate, protocol, sandbox
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
 from evaluator.harness.timing import (
@@ -24,42 +24,57 @@ from evaluator.harness.timing import (
     LAUNCH_COVER_US,
     MAX_COVER_US,
 )
+from tests.evaluator import test_harness_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
 
-def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
-    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log)."""
+def run_child_with_fake_cuda(
+    tmp_path,
+    slug: str,
+    submission: Path | None,
+    baseline: Path | None = None,
+    clean: bool = False,
+    **timing,
+):
+    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log).
+
+    The parent's side is the orchestrator's own: a Dealer answers the
+    child's requests through the sandbox's reader, and `plan` is its record.
+    """
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
-    plan = orchestrate._plan(task, checks, Mode.CUDA, orchestrate.TIMING)
-    for workload in plan["workloads"]:
-        workload["timed"] = True
-        workload["audits"] = orchestrate.audit_plan(4)
+    settings = {
+        **orchestrate.TIMING,
+        "warmup_s": 0.0,
+        "min_calls": 3,
+        "max_calls": 4,
+        "budget_s": 0.1,
+        "batch_ms": 1.0,
+        **timing,
+    }
+    entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
+    audits = {} if clean else {w.name: orchestrate.audit_places(4) for w in checks}
+    dealer = protocol.Dealer(entries, seeds=task.seeds, audits=audits, clean=clean)
     job = {
         "mode": "cuda",
         "device": "cpu",
         "reference": str(DEFAULT_CATALOG_DIR / slug / "reference.py"),
-        "submission": str(submission),
+        "baseline": str(baseline or ""),
+        "submission": str(submission or ""),
+        "clean": clean,
         "out_dir": str(tmp_path / "out"),
         "inplace": task.inplace,
-        "timing": {
-            **orchestrate.TIMING,
-            "warmup_s": 0.0,
-            "min_calls": 3,
-            "max_calls": 4,
-            "budget_s": 0.1,
-            "batch_ms": 1.0,
-            **timing,
-        },
-        **plan,
+        "seeds": task.seeds,
+        "timing": settings,
     }
     (tmp_path / "job.json").write_text(json.dumps(job))
     read_fd, write_fd = os.pipe()
+    child_reply_fd, reply_fd = os.pipe()
     bootstrap = (
-        "import sys; sys.path[:0] = [sys.argv[3], sys.argv[4]]; import cuda_fakes; "
+        "import sys; sys.path[:0] = [sys.argv[4], sys.argv[5]]; import cuda_fakes; "
         "cuda_fakes.install(); from evaluator.harness.child import main; main()"
     )
     proc = subprocess.Popen(
@@ -69,21 +84,27 @@ def run_child_with_fake_cuda(tmp_path, slug: str, submission: Path, **timing):
             bootstrap,
             str(tmp_path / "job.json"),
             str(write_fd),
+            str(child_reply_fd),
             str(ROOT),
             str(Path(__file__).parent),
         ],
-        pass_fds=(write_fd,),
+        pass_fds=(write_fd, child_reply_fd),
         env={**os.environ, "TRITON_INTERPRET": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        lines = pipe.read().splitlines()
+    os.close(child_reply_fd)
+    run = sandbox.ChildRun(returncode=None)
+    reader = sandbox._Reader(read_fd, run, dealer.answer, reply_fd)
+    reader.start()
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
-    messages = [(float(i), json.loads(line)) for i, line in enumerate(lines)]
-
-    return task, plan, protocol.collect(messages, plan), log
+    reader.join(timeout=30)
+    os.close(reply_fd)
+    plan = {**dealer.record(), "clean": clean}
+    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
+    return task, plan, seen, log
 
 
 def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
@@ -126,12 +147,14 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
         timing = seen.timings[entry["name"]]
         params = next(w for w in task.workloads if w.name == entry["name"]).params
         assert [a["seed"] for a in timing["audit_prints"]] == [a["seed"] for a in entry["audits"]]
+        assert len(entry["audits"]) == 4
         timed = timing["prints"] + timing["batch_prints"]
         sampled = [(item, FINGERPRINT_SAMPLES) for item in timed]
         sampled += [(item, AUDIT_SAMPLES) for item in timing["audit_prints"]]
         for item, samples in sampled:
-            expected = reference.outputs(params, int(item["seed"]), entry["seeds"][0])
-            fp_seed = plan["fingerprint_seed"]
+            expected = reference.outputs(params, int(item["seed"]), entry["model_seed"])
+            fp_seed = int(item["sample_seed"])
+            assert fp_seed in entry["samples"]
             assert judge._fingerprint_matches(item["fp"], expected, fp_seed, task, samples)
 
 
@@ -147,3 +170,25 @@ def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
     for name, timing in seen.timings.items():
         assert min(timing["sub_ms"]) > 1e-3
         assert seen.batches[name]["event_ms"] > 1e-3
+
+
+def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):
+    # Correctness stays against reference.py (judged in the parent); the
+    # timed "reference" side is baseline.py's Model, on reference.py's inputs.
+    baseline = tmp_path / "baseline.py"
+    baseline.write_text(test_harness_baseline.BASELINE)
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, baseline)
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    assert "D2K-BASELINE-CALLED" in log
+    assert all(timing["ref_ms"] for timing in seen.timings.values())
+
+
+def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tmp_path):
+    # The clean run behind reference_tampering: no submission file at all,
+    # the reference timed with the same protocol, one report per workload.
+    _, plan, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", None, clean=True)
+    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
+    assert [kind for kind, _ in plan["steps"]] == ["time", "time"]
+    for timing in seen.timings.values():
+        assert 1 <= len(timing["ref_ms"]) <= 4 and "sub_ms" not in timing

@@ -64,10 +64,16 @@ def test_expert_is_correct_with_the_full_verdict_shape():
     assert verdict["task_hash"] == measured_content_hash(measured_content(task))
 
 
-def test_kernel_that_drops_the_row_tail_fails_on_the_hidden_shape_by_name():
+def test_kernel_that_drops_the_row_tail_fails_on_the_hidden_shape_named_for_staff_only():
     verdict = check(NO_TAIL)
     assert verdict["status"] in ("incorrect", "runtime_error")
-    assert "check_hidden_fp32_3x40000" in verdict["message"]
+    # The owner's message says a hidden workload failed, not which one (its
+    # name carries its shape); the workload's row, shown to staff, says.
+    assert "hidden workload" in verdict["message"]
+    assert "3x40000" not in verdict["message"] and "40000" not in verdict["message"]
+    rows = {w["name"]: w for w in verdict["workloads"]}
+    assert rows["check_hidden_fp32_3x40000"]["status"] != "correct"
+    assert rows["check_hidden_fp32_3x40000"]["hidden"] is True
 
 
 def test_syntax_error_is_a_compile_error_with_its_line(tmp_path):

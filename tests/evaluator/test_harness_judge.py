@@ -32,8 +32,22 @@ def prints_for(reference, seeds, *, answer_seed=None, samples=FINGERPRINT_SAMPLE
     out = []
     for seed in seeds:
         expected = reference.outputs(SPEC.params, answer_seed or seed, MODEL_SEED)
-        out.append({"seed": seed, "fp": fingerprint(expected, seed=FP_SEED, samples=samples)})
+        fp = fingerprint(expected, seed=FP_SEED, samples=samples)
+        out.append({"seed": seed, "sample_seed": FP_SEED, "fp": fp})
     return out
+
+
+def entry_for(spec=SPEC, audit_seeds=()):
+    """What the parent issued for the workload (protocol.Dealer.record)."""
+    return {
+        "name": spec.name,
+        "seeds": [MODEL_SEED],
+        "model_seed": MODEL_SEED,
+        "timed": True,
+        "calls": [*range(100, 105), *range(200, 202)],
+        "samples": [FP_SEED],
+        "audits": [{"seed": seed} for seed in audit_seeds],
+    }
 
 
 def observe(reference, *, median=1.0, batch=None, stale=False):
@@ -55,8 +69,7 @@ def observe(reference, *, median=1.0, batch=None, stale=False):
 
 
 def run_judge(reference, seen, spec=SPEC):
-    entry = {"name": spec.name, "seeds": [MODEL_SEED], "timed": True}
-    return judge_module._judge_timing(TASK, spec, entry, seen, reference, FP_SEED, CEILINGS)
+    return judge_module._judge_timing(TASK, spec, entry_for(spec), seen, reference, set(), CEILINGS)
 
 
 def checks(seen):
@@ -118,13 +131,8 @@ def test_a_time_below_the_speed_of_light_floor_is_flagged(reference):
 def audited_judge(reference, audit_prints, planned_seeds=(300, 301)):
     seen = observe(reference)
     seen.timings[SPEC.name]["audit_prints"] = audit_prints
-    entry = {
-        "name": SPEC.name,
-        "seeds": [MODEL_SEED],
-        "timed": True,
-        "audits": [{"after_call": 3, "seed": seed, "decoy_seed": 1} for seed in planned_seeds],
-    }
-    return seen, judge_module._judge_timing(TASK, SPEC, entry, seen, reference, FP_SEED, CEILINGS)
+    entry = entry_for(audit_seeds=planned_seeds)
+    return seen, judge_module._judge_timing(TASK, SPEC, entry, seen, reference, set(), CEILINGS)
 
 
 def test_audit_calls_that_read_their_own_inputs_pass(reference):
@@ -144,7 +152,14 @@ def test_an_audit_call_that_read_the_decoy_inputs_makes_the_workload_incorrect(r
 
 @pytest.mark.parametrize(
     "audit_prints",
-    [[], [{"seed": 301, "fp": []}, {"seed": 300, "fp": []}], "skipped"],
+    [
+        [],
+        [
+            {"seed": 301, "sample_seed": FP_SEED, "fp": []},
+            {"seed": 300, "sample_seed": FP_SEED, "fp": []},
+        ],
+        "skipped",
+    ],
     ids=["missing", "out of order", "not a list"],
 )
 def test_audit_calls_not_made_as_planned_are_a_malformed_report(reference, audit_prints):
@@ -161,9 +176,9 @@ def stamped_judge(reference, *, sub_stamp, ref_stamp=2.0005):
     seen = observe(reference)
     seen.timings[SPEC.name]["sub_stamp_ms"] = [sub_stamp] * 20
     seen.timings[SPEC.name]["ref_stamp_ms"] = [ref_stamp] * 20
-    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
+    entry = entry_for()
     measurement, _, _ = judge_module._judge_timing(
-        TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED
+        TASK, SPEC, entry, seen, reference, set(), STAMPED
     )
     return seen, measurement
 
@@ -193,8 +208,8 @@ def test_stamped_windows_shorter_than_their_events_are_inconsistent(reference, s
 
 def test_missing_stamps_are_inconsistent_when_the_setting_asks_for_them(reference):
     seen = observe(reference)  # no stamp lists in the child's message
-    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
-    judge_module._judge_timing(TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED)
+    entry = entry_for()
+    judge_module._judge_timing(TASK, SPEC, entry, seen, reference, set(), STAMPED)
     assert checks(seen) == ["timing_inconsistent"]
     assert "0 stamped windows for 20 timed calls" in seen.flags[0]["detail"]
 
@@ -248,17 +263,18 @@ def seen_with(**fields):
     ],
 )
 def test_one_status_in_order_of_precedence(run, seen, results, status):
-    assert _decide(run, seen, results, expected=1)[0] is status
+    assert _decide(run, seen, results, expected=1, task=TASK)[0] is status
 
 
 def test_a_flagged_kernel_that_was_killed_says_so():
     run = ChildRun(returncode=-9, killed_for="timeout", wall_seconds=60.0)
-    _, message = _decide(run, seen_with(flags=[{"check": "monkeypatch"}]), [], 1)
+    _, message = _decide(run, seen_with(flags=[{"check": "monkeypatch"}]), [], 1, task=TASK)
     assert message == "honesty check fired: monkeypatch (then killed after the 60 s time limit)"
 
 
 def test_a_crash_under_bubblewrap_names_its_signal():
-    _, message = _decide(ChildRun(returncode=139, isolation="bwrap"), seen_with(done=False), [], 1)
+    run = ChildRun(returncode=139, isolation="bwrap")
+    _, message = _decide(run, seen_with(done=False), [], 1, task=TASK)
     assert "signal 11" in message
 
 
@@ -291,9 +307,57 @@ def test_a_malformed_timing_report_is_flagged_not_a_crash(reference, forged):
     seen.timings[SPEC.name]["sub_stamp_ms"] = [1.0] * 20
     seen.timings[SPEC.name]["ref_stamp_ms"] = [2.0] * 20
     seen.timings[SPEC.name].update(forged)
-    entry = {"name": SPEC.name, "seeds": [MODEL_SEED], "timed": True}
+    entry = entry_for()
     measurement, _, failure = judge_module._judge_timing(
-        TASK, SPEC, entry, seen, reference, FP_SEED, STAMPED
+        TASK, SPEC, entry, seen, reference, set(), STAMPED
     )
     assert measurement is None and "malformed" in failure
     assert checks(seen) == ["result_channel"]
+
+
+def test_a_sampled_call_whose_seed_the_parent_never_issued_is_a_malformed_report(reference):
+    # A child that reports an easy seed of its own choosing (or one call twice).
+    seen = observe(reference)
+    seen.timings[SPEC.name]["prints"][0]["seed"] = 12345
+    measurement, _, failure = run_judge(reference, seen)
+    assert measurement is None and "malformed" in failure
+    assert "seeds" in seen.flags[0]["detail"]
+
+
+def test_ops_beyond_glue_are_flagged_by_name_forbidden_ones_as_forbidden_op():
+    seen = Observed()
+    glue = ["aten::empty_like", "aten::view", "aten::copy_", "aten::_to_copy", "aten::fill_"]
+    judge_module._judge_ops(TASK, SPEC, glue, seen)
+    assert seen.flags == []
+    judge_module._judge_ops(TASK, SPEC, [*glue, "aten::exp", "aten::_softmax", "aten::sum"], seen)
+    assert checks(seen) == ["compute_op", "forbidden_op"]
+    details = {f["check"]: f["detail"] for f in seen.flags}
+    assert "aten::exp, aten::sum" in details["compute_op"]
+    assert "aten::_softmax" in details["forbidden_op"]
+    allowing = dataclasses.replace(TASK, allowed_ops=("aten::exp", "aten::sum"))
+    seen = Observed()
+    judge_module._judge_ops(allowing, SPEC, ["aten::exp", "aten::sum"], seen)
+    assert seen.flags == []
+
+
+def test_only_kernels_the_submission_compiled_or_glue_may_run():
+    source = (
+        "@triton.jit\ndef _softmax_single_pass(x): ...\n"
+        "__global__ void d2k_rows(const float* x) {}\n"
+    )
+    own = judge_module.own_kernel_names(source)
+    kernels = [
+        "_softmax_single_pass",
+        "void d2k_rows<float>(float const*, float*, long)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>()",
+        "Memcpy DtoD (Device -> Device)",
+        "d2k_cover",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+        "triton_poi_fused_exp_sub_0",
+    ]
+    assert judge_module.kernel_base_name(kernels[1]) == "d2k_rows"
+    assert judge_module.library_kernels(kernels, own) == [kernels[6], kernels[7]]
+    seen = Observed()
+    judge_module._judge_kernels(SPEC, kernels, own, seen)
+    assert checks(seen) == ["library_kernel"] and "sm90_xmma_gemm" in seen.flags[0]["detail"]

@@ -9,6 +9,40 @@ from evaluator.harness import timing
 from evaluator.harness.child import Child
 
 
+class FakeChannel:
+    """The child's channel to the parent, with the parent's answers played by the test.
+
+    Seeds count up per purpose (timed calls 2, 3, 4, ...); `audits` are
+    (after_call, seed, decoy_seed) triples, answered as the Dealer would.
+    """
+
+    def __init__(self, sent: list, audits=()):
+        self.sent, self.audits = sent, list(audits)
+        self.counters: dict[str, int] = {}
+        self.pending: list[int] = []
+
+    def send(self, event, **fields):
+        self.sent.append((event, fields))
+
+    def seed(self, workload, purpose):
+        if purpose in ("audit", "decoy") and self.pending:
+            return self.pending.pop(0)
+        self.counters[purpose] = self.counters.get(purpose, 1) + 1
+        return self.counters[purpose]
+
+    def ask(self, what, **fields):
+        if what == "audit":
+            due = [a for a in self.audits if a[0] <= fields["call"]][:1]
+            for after, seed, decoy in due:
+                self.audits.remove((after, seed, decoy))
+                self.pending = [seed, decoy]
+            return {"audit": bool(due)}
+        assert what == "audits_left"
+        self.pending = [x for _, seed, decoy in self.audits for x in (seed, decoy)]
+        count, self.audits = len(self.audits), []
+        return {"count": count}
+
+
 class StubFlusher:
     stamps = False
 
@@ -94,9 +128,11 @@ def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
     monkeypatch.setattr(timing, "release_cached_memory", lambda: events.append("release"))
     sent = []
     child = Child.__new__(Child)
-    child.job = {"timing": {}, "fingerprint_seed": 0}
-    child.chan = SimpleNamespace(send=lambda event, **fields: sent.append(event))
+    child.job = {"timing": {}}
+    child.chan = FakeChannel(sent)
     child.sub = SimpleNamespace(ModelNew=object)
+    child.base = SimpleNamespace(Model=object)
+    child.clean, child._model_seeds = False, {"w": 3}
 
     def construct(cls, params, seed):
         events.append("construct")
@@ -107,7 +143,7 @@ def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
 
     assert not child.time_workload(workload, StubFlusher())
     assert events == ["release", "construct"]
-    assert sent == ["error"]
+    assert [event for event, _ in sent] == ["error"]
 
 
 def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
@@ -151,7 +187,9 @@ def test_a_stamped_window_runs_from_the_cover_s_release_to_the_stamp_after_the_c
 def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     # Timing setting phases=3: the calls are one series, but every third of
     # them starts with new models and a warm-up of its own (Child._phase).
-    monkeypatch.setattr(timing, "timed_call", lambda model, inputs, flusher: ((0.0, 1.0), ()))
+    monkeypatch.setattr(
+        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
+    )
     phases, sent = [], []
     covers = {"sub": 250.0, "ref": 200.0}
     cfg = {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0}
@@ -181,17 +219,18 @@ def _fake_flusher(**fields) -> SimpleNamespace:
     )
 
 
-def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase) -> Child:
+def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase, audits=()) -> Child:
     from evaluator.harness import honesty
 
     monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
     monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed, samples=32: [])
     monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
     child = Child.__new__(Child)
-    child.job = {"fingerprint_seed": 0, "timing": timing_cfg}
+    child.job = {"timing": timing_cfg}
     child.device = torch.device("cpu")
     child.l2_reported = child.escape_reported = False
-    child.chan = SimpleNamespace(send=lambda event, **fields: sent.append((event, fields)))
+    child.clean, child._model_seeds = False, {"w": 3}
+    child.chan = FakeChannel(sent, audits)
     child.inputs = lambda params, seed: []
     child.sync = lambda: None
     child._batch = lambda *args: []
@@ -199,17 +238,17 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase) -> Child:
     return child
 
 
-WORKLOAD = {"name": "w", "params": {}, "timing_seed": 1, "ref_timing_seed": 2, "seeds": [3]}
+WORKLOAD = {"name": "w", "params": {}}
 
 
-def _time_stub_calls(monkeypatch, cfg: dict, workload: dict = WORKLOAD) -> dict:
+def _time_stub_calls(monkeypatch, cfg: dict, workload: dict = WORKLOAD, audits=()) -> dict:
     """time_workload over stub timed calls of 1 ms and stub models: the fields it reports."""
     monkeypatch.setattr(
         timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
     )
     sent: list = []
     child = _fake_child(
-        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
+        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1}), audits
     )
     assert child.time_workload(workload, _fake_flusher())
     [(_, fields)] = sent
@@ -236,7 +275,7 @@ def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypa
 def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
     # The submission's calls take the host 900 µs to queue against a cover
     # of 250 µs: its events may time the host, and the report says how often.
-    def timed_call(model, inputs, flusher):
+    def timed_call(model, inputs, flusher, staged=()):
         flusher.queue_us = 900.0 if model == "sub" else 50.0
         return (0.0, 1.0), ()
 
@@ -304,14 +343,20 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
     sent: list = []
     cfg = {"phases": 1, "min_calls": 3, "max_calls": 3, "budget_s": 60.0}
     child = _fake_child(
-        monkeypatch, cfg, sent, lambda w, c, first: (sub, lambda x, k: x, {"sub": 1, "ref": 1})
+        monkeypatch,
+        cfg,
+        sent,
+        lambda w, c, first: (sub, lambda x, k: x, {"sub": 1, "ref": 1}),
+        audits=[(2, 77, 5)],
     )
     child.inputs = inputs
-    workload = {**WORKLOAD, "audits": [{"after_call": 2, "seed": 77, "decoy_seed": 5}]}
 
-    assert child.time_workload(workload, flusher)
+    assert child.time_workload(WORKLOAD, flusher)
     [(_, fields)] = sent
-    assert fields["audit_prints"] == [{"seed": 77, "fp": []}]
+    [audit] = fields["audit_prints"]
+    assert audit["seed"] == 77 and audit["fp"] == []
+    # The positions it is sampled at are drawn after it returned, and its ops were recorded.
+    assert audit["sample_seed"] not in (77, 5) and "aten::mul" in audit["ops"]
     # Timed calls 1 and 2 (seeds 2 and 3), the audit, then timed call 3.
     assert called[:4] == [[2.0, 2.0], [3.0, 3.0], [77.0, 77.0], [4.0, 4.0]]
     assert at_flush[4] == [5.0, 5.0]  # the decoy when the audit's cover was queued
@@ -319,11 +364,6 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
 
 def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypatch):
     cfg = {"phases": 2, "min_calls": 4, "max_calls": 4, "budget_s": 0.0}
-    audits = [
-        {"after_call": 1, "seed": 8, "decoy_seed": 9},
-        {"after_call": 4, "seed": 6, "decoy_seed": 9},
-    ]
-
-    fields = _time_stub_calls(monkeypatch, cfg, {**WORKLOAD, "audits": audits})
+    fields = _time_stub_calls(monkeypatch, cfg, audits=[(1, 8, 9), (4, 6, 9)])
     assert len(fields["sub_ms"]) == 2
     assert [a["seed"] for a in fields["audit_prints"]] == [8, 6]

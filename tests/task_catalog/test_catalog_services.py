@@ -163,6 +163,30 @@ def test_written_package_loads_back_to_an_equivalent_spec(catalog, tmp_path):
         assert getattr(again, name) == getattr(original, name), name
 
 
+def test_a_baseline_and_allowed_ops_are_measured_and_written_back_out(catalog, tmp_path):
+    load(catalog)
+    before = Task.objects.get().current_version
+    package = catalog / "row_softmax"
+    (package / "baseline.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return torch.softmax(x.float(), -1).to(x.dtype)\n"
+    )
+    toml = (package / "task.toml").read_text()
+    (package / "task.toml").write_text('allowed_ops = ["aten::arange"]\n' + toml)
+
+    assert load(catalog) == {"row_softmax": LoadAction.NEW_VERSION}
+    version = Task.objects.get().current_version
+    assert version.number == before.number + 1 and version.content_hash != before.content_hash
+    assert "class Model" in version.baseline_source
+    assert version.allowed_ops == ["aten::arange"]
+
+    folder = task_version_write_package(version=version, directory=tmp_path / "out")
+    again = load_task(folder)
+    assert again.baseline_source == version.baseline_source
+    assert again.allowed_ops == ("aten::arange",)
+    assert measured_content_hash(measured_content(again)) == version.content_hash
+
+
 def test_export_writes_every_current_version(catalog, tmp_path):
     load(catalog)
 

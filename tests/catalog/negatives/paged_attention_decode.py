@@ -71,7 +71,7 @@ class ModelNew(nn.Module):
         block_table = block_table.contiguous()
         b, hq, d = q.shape
         bs, hk = key_cache.shape[1], key_cache.shape[2]
-        longest = int(context_lens.max().item())
+        longest = max(context_lens.tolist())  # host-side: a sanity check, not the work
         assert longest <= block_table.shape[1] * bs
         o = torch.empty_like(q)
         _naive_paged[(b * hq,)](

@@ -1,0 +1,76 @@
+"""Speedups against a task's baseline.py, and the reference's time checked in a clean process."""
+
+import shutil
+
+from evaluator.harness import orchestrate
+from evaluator.harness.package import (
+    DEFAULT_CATALOG_DIR,
+    load_task,
+    measured_content,
+    measured_content_hash,
+)
+from evaluator.harness.spec import Measurement, Status, WorkloadResult, WorkloadRole
+
+BASELINE = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        print("D2K-BASELINE-CALLED", flush=True)
+        return torch.softmax(x.float(), -1).to(x.dtype)
+"""
+
+
+def test_a_package_without_baseline_keeps_its_hash_and_one_with_it_gets_a_new_one(tmp_path):
+    original = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    package = tmp_path / "row_softmax"
+    shutil.copytree(DEFAULT_CATALOG_DIR / "row_softmax", package)
+    copy = load_task(package)
+    assert copy.baseline_source == "" and copy.allowed_ops == ()
+    assert measured_content_hash(measured_content(copy)) == measured_content_hash(
+        measured_content(original)
+    )
+    (package / "baseline.py").write_text(BASELINE)
+    with_baseline = load_task(package)
+    assert with_baseline.baseline_source == BASELINE
+    assert measured_content_hash(measured_content(with_baseline)) != measured_content_hash(
+        measured_content(original)
+    )
+
+
+def test_the_sandbox_gets_reference_and_baseline_but_never_task_toml(tmp_path):
+    package = tmp_path / "row_softmax"
+    shutil.copytree(DEFAULT_CATALOG_DIR / "row_softmax", package)
+    (package / "baseline.py").write_text(BASELINE)
+    public = tmp_path / "public"
+    public.mkdir()
+    orchestrate._public_package(load_task(package), public)
+    assert sorted(p.name for p in public.iterdir()) == ["baseline.py", "reference.py"]
+
+
+def _timed(name: str, ref_median_ms: float) -> WorkloadResult:
+    measurement = Measurement(
+        median_ms=0.01,
+        iqr_ms=0.0,
+        min_ms=0.01,
+        calls=400,
+        ref_median_ms=ref_median_ms,
+        ref_iqr_ms=0.0,
+        ref_calls=400,
+        cold_start_ms=1.0,
+    )
+    return WorkloadResult(
+        name=name, role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT,
+        measurement=measurement,
+    )  # fmt: skip
+
+
+def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_flagged():
+    clean = {"ref_median_ms": {"a": 0.0200, "b": 0.0200, "c": 0.0200}}
+    results = [_timed("a", 0.0212), _timed("b", 0.0800), _timed("c", 0.0242)]
+    flags = orchestrate.reference_tampering(results, clean)
+    # 6 % slower is noise; four times slower (a patched torch.softmax) is not,
+    # nor is 21 % (past 10 % and 2 µs).
+    assert [f["check"] for f in flags] == ["reference_tampering"] * 2
+    assert flags[0]["detail"].startswith("b: ") and flags[1]["detail"].startswith("c: ")
+    assert orchestrate.reference_tampering(results, {"ref_median_ms": {}}) == []
