@@ -47,6 +47,9 @@ class Evaluation(BaseModel):
     flags = models.JSONField(default=list, blank=True)
     environment = models.JSONField(default=dict, blank=True)
     log = models.TextField(blank=True)
+    # What the submission's owner and the public see: the log up to the first hidden
+    # workload (the harness cuts it), never a hidden workload's own output.
+    public_log = models.TextField(blank=True)
     evaluator_version = models.CharField(max_length=32, blank=True)
     # The job: the row is the queue's truth, the broker message only a wake-up call
     # (docs/operations.md). `worker` is host:pid of the process holding the lease.

@@ -84,9 +84,12 @@ def evaluation_view_for_viewer(
 ) -> EvaluationView:
     """The evaluation as `user` may see it (results must be prefetched or are fetched)."""
     results = [{f: getattr(r, f) for f in RESULT_FIELDS} for r in evaluation.results.all()]
-    message, log = evaluation.message, evaluation.log
+    message = evaluation.message
     if user.is_authenticated and user.is_staff:
-        return EvaluationView(evaluation=evaluation, message=message, log=log, results=results)
+        return EvaluationView(
+            evaluation=evaluation, message=message, log=evaluation.log, results=results
+        )
+    log = evaluation.public_log
     hidden_count = 0
     aliases: dict[str, str] = {}
     for row in results:

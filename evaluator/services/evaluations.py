@@ -203,6 +203,7 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     evaluation.flags = verdict.flags
     evaluation.environment = verdict.environment
     evaluation.log = _log_clip(verdict.log)
+    evaluation.public_log = _log_clip(verdict.public_log)
     evaluation.mode = verdict.mode
     evaluation.evaluator_version = verdict.evaluator_version
     evaluation.finished_at = now

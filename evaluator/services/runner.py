@@ -59,6 +59,7 @@ class Verdict:
     workloads: list[WorkloadResult]
     environment: dict[str, Any]
     log: str
+    public_log: str
     mode: str
     evaluator_version: str
     task: str = ""
@@ -226,6 +227,7 @@ def _verdict_parse(stdout: str, *, stderr: str = "") -> Verdict:
         workloads=workloads,
         environment=_json_safe(data.get("environment") or {}),
         log=str(data.get("log") or ""),
+        public_log=str(data.get("public_log") or ""),
         mode=str(data.get("mode") or "")[:10],
         evaluator_version=str(data.get("evaluator_version") or "")[:32],
         task=str(data.get("task") or "")[:100],
@@ -301,6 +303,7 @@ def worker_error_verdict(*, evaluation: Evaluation, reason: str, log: str) -> Ve
         workloads=[],
         environment={},
         log=log,
+        public_log="",
         mode="",
         evaluator_version="",
     )

@@ -19,6 +19,7 @@ def verdict_dict(status="correct", *, workloads=None, flags=(), message="", **ex
         "workloads": workloads,
         "environment": {"device": "CPU (Triton interpreter)", "torch": "2.13.0+cpu"},
         "log": "evaluator log line\n",
+        "public_log": "evaluator log line\n",
         "task": "row_softmax",
         "mode": "interpret",
         "evaluator_version": "0.2.0",

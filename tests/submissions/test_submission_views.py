@@ -135,6 +135,7 @@ def finished(user):
             },
         },
         log="<script>alert(1)</script> hidden_fp32_333x70001 failed",
+        public_log="<script>alert(1)</script> public part",
         flags=[],
     )
     WorkloadResultFactory(
@@ -304,3 +305,15 @@ def test_a_running_evaluation_shows_its_worker_attempt_and_next_step(client, use
     body = _detail(client, evaluation.submission).content.decode()
     assert "2 of 3" in body
     assert "Running on gpu-3:777 (attempt 2 of 3); last heartbeat 0 s ago." in body
+
+
+def test_the_public_sees_the_log_up_to_the_first_hidden_workload_and_staff_all_of_it(client):
+    evaluation = EvaluationFactory(
+        submission__is_public=True,
+        log="public line\nhidden_fp32_1x1: printed shape (1, 1)\n",
+        public_log="public line\n",
+    )
+    body = _detail(client, evaluation.submission).content.decode()
+    assert "public line" in body and "printed shape" not in body
+    client.force_login(UserFactory(is_staff=True))
+    assert "printed shape (1, 1)" in _detail(client, evaluation.submission).content.decode()
