@@ -18,8 +18,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+# Globals a @triton.jit function reads must be constexpr on the GPU (the interpreter
+# accepts plain floats).
+LOG2E = tl.constexpr(1.4426950408889634)
+LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit

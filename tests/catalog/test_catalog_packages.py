@@ -116,3 +116,40 @@ def test_expert_is_correct_in_interpret_mode(slug):
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout)
     assert verdict["status"] == "correct", (verdict["message"], verdict["log"][-2000:])
+
+
+def _jit_functions_reading_plain_globals(source: str) -> list[str]:
+    """Names of module globals that a @triton.jit function reads but that are not
+    `tl.constexpr(...)`: the CPU interpreter accepts them, the GPU compiler does not."""
+    import ast
+
+    tree = ast.parse(source)
+    plain = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            value = node.value
+            constexpr = isinstance(value, ast.Call) and ast.unparse(value.func).endswith(
+                "constexpr"
+            )
+            plain |= {t.id for t in node.targets if isinstance(t, ast.Name) and not constexpr}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+            "jit" in ast.unparse(d) for d in node.decorator_list
+        ):
+            reads = {
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
+            params = {a.arg for a in node.args.args}
+            found += [f"{node.name}: {name}" for name in sorted((reads & plain) - params)]
+    return found
+
+
+def test_jit_functions_read_only_constexpr_globals(task):
+    # A plain float global inside a kernel passes the interpreter and fails to
+    # compile on the GPU (seen on an H200): catch it on the CPU.
+    naive = (NEGATIVES / f"{task.slug}.py").read_text()
+    assert _jit_functions_reading_plain_globals(task.expert_source) == []
+    assert _jit_functions_reading_plain_globals(naive) == []
