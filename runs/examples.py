@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "example_runs"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_DIR = REPO_ROOT / "tests" / "data" / "example_runs"
 EXAMPLE_RUNS = ("without_guidance", "with_guidance")
 SEED = 15
 START_TS = 1_780_000_000.0  # 2026-05-28, a fixed clock for reproducible traces
@@ -157,6 +158,17 @@ def _condition(manifest: dict[str, Any]) -> str:
     return "+".join(sorted(levels)) if levels else "none"
 
 
+def example_kernels(folder: Path) -> dict[str, str]:
+    """The run's final kernel per task. `kernels.json` names each one's file: most are
+    the catalog's own expert or naive kernel (read from there, never copied), the rest
+    lie in the run's `kernels/` folder (e.g. the naive scan with an off-by-one)."""
+    sources = json.loads((folder / "kernels.json").read_text())
+    return {
+        task: ((folder if path.startswith("kernels/") else REPO_ROOT) / path).read_text()
+        for task, path in sorted(sources.items())
+    }
+
+
 def example_bundle_build(
     *, name: str, tasks: Iterable[str] | None = None, directory: Path = EXAMPLE_DIR
 ) -> bytes:
@@ -165,12 +177,9 @@ def example_bundle_build(
     folder = directory / name
     manifest = json.loads((folder / "manifest.json").read_text())
     condition = _condition(manifest)
-    kernels = {p.stem: p.read_text() for p in sorted((folder / "kernels").glob("*.py"))}
+    kernels = example_kernels(folder)
     proposals = {p.stem: p.read_text() for p in sorted((folder / "proposals").glob("*.md"))}
-    naive = {
-        p.stem: p.read_text()
-        for p in sorted((directory / EXAMPLE_RUNS[0] / "kernels").glob("*.py"))
-    }
+    naive = example_kernels(directory / EXAMPLE_RUNS[0])
     available = set(kernels) | set(proposals)
     wanted = available & set(tasks) if tasks is not None else available
     buffer = io.BytesIO()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from runs.examples import EXAMPLE_DIR, example_bundle_build
+from runs.examples import EXAMPLE_DIR, example_bundle_build, example_kernels
 from runs.models import Run
 from submissions.models import Submission
 from task_catalog.services import catalog_load
@@ -76,7 +76,7 @@ def test_the_whole_example_pair_uploads_and_every_kernel_is_evaluated(
     assert plain_body["state"] == guided_body["state"] == "complete"
     # The example covers the tasks it has kernels for; tasks added to the catalog
     # since count as missing in both runs, as for any run made before them.
-    covered = {p.stem for p in (EXAMPLE_DIR / "with_guidance" / "kernels").glob("*.py")}
+    covered = set(example_kernels(EXAMPLE_DIR / "with_guidance"))
     assert {t for t, s in strong.items() if s != "missing"} == covered
     assert {strong[t] for t in covered} == {"correct"}
     assert weak["prefix_scan"] == "incorrect"
