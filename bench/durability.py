@@ -84,7 +84,7 @@ def run(portal: Portal, args: argparse.Namespace) -> None:
     def running():
         return [e for e in portal.evaluations() if e["status"] == "running"]
 
-    while not (victims := running()) or len(process_tree(worker.pid)) < 5:
+    while not running() or len(process_tree(worker.pid)) < 5:
         time.sleep(0.5)
     time.sleep(2)
     tree = process_tree(worker.pid)
@@ -92,6 +92,7 @@ def run(portal: Portal, args: argparse.Namespace) -> None:
     killed = time.monotonic()
     while pids_alive(tree):
         time.sleep(0.1)
+    victims = running()  # what the dead worker left running: nothing else moves it now
     print(
         f"killed the worker ({len(tree)} processes) during evaluation {victims[0]['pk']}; "
         f"its tree was gone {time.monotonic() - killed:.2f} s later"

@@ -83,12 +83,15 @@ def test_a_killed_worker_loses_nothing_and_leaves_nothing_behind(portal):
         rows = [e for e in portal.evaluations() if e["status"] == "running"]
         return rows and process_tree(worker.pid) - {worker.pid} and rows[0]
 
-    victim = _wait_for(running, timeout=WAIT_S, what="an evaluation to start")
+    _wait_for(running, timeout=WAIT_S, what="an evaluation to start")
     time.sleep(2)  # well inside the evaluator's run (several seconds in interpret mode)
     tree = process_tree(worker.pid)
     assert len(tree) >= 4, "the worker, its cluster and an evaluator"
     os.kill(worker.pid, signal.SIGKILL)
     _wait_for(lambda: not pids_alive(tree), timeout=60, what="the killed worker's tree to die")
+    # The victim is the row the dead worker left running (nothing else can move it now;
+    # the one seen running before the kill may have finished in between).
+    [victim] = [e for e in portal.evaluations() if e["status"] == "running"]
     stale = list((portal.directory / "work").iterdir())
 
     restarted = time.monotonic()
