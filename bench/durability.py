@@ -87,6 +87,8 @@ def run(portal: Portal, args: argparse.Namespace) -> None:
     while not running() or len(process_tree(worker.pid)) < 5:
         time.sleep(0.5)
     time.sleep(2)
+    while not running():
+        time.sleep(0.2)
     tree = process_tree(worker.pid)
     os.kill(worker.pid, signal.SIGKILL)
     killed = time.monotonic()

@@ -85,6 +85,7 @@ def test_a_killed_worker_loses_nothing_and_leaves_nothing_behind(portal):
 
     _wait_for(running, timeout=WAIT_S, what="an evaluation to start")
     time.sleep(2)  # well inside the evaluator's run (several seconds in interpret mode)
+    _wait_for(running, timeout=WAIT_S, what="an evaluation running at the kill")
     tree = process_tree(worker.pid)
     assert len(tree) >= 4, "the worker, its cluster and an evaluator"
     os.kill(worker.pid, signal.SIGKILL)
