@@ -130,36 +130,22 @@ def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -
     infrastructure = verdict is None or verdict.status == EvaluationStatus.WORKER_ERROR
     if infrastructure and evaluation.attempts < settings.D2K_EVALUATION_MAX_ATTEMPTS:
         message = f"Attempt {evaluation.attempts} hit a worker error ({reason}); retrying."
-        if requeue:
-            db_retry(
-                partial(
-                    evaluation_requeue, evaluation_id=evaluation_id, worker=worker, reason=message
-                ),
-                what=f"requeue of evaluation {evaluation_id}",
-            )
-        else:
-            _evaluation_back_to_queue(evaluation_id=evaluation_id, worker=worker, reason=message)
+        db_retry(
+            partial(
+                evaluation_requeue,
+                evaluation_id=evaluation_id,
+                worker=worker,
+                reason=message,
+                enqueue=requeue,
+            ),
+            what=f"requeue of evaluation {evaluation_id}",
+        )
         return None
     if verdict is None:
         verdict = worker_error_verdict(evaluation=evaluation, reason=reason, log=log)
     return db_retry(
         partial(_evaluation_store, evaluation_id=evaluation_id, worker=worker, verdict=verdict),
         what=f"store of evaluation {evaluation_id}",
-    )
-
-
-def _evaluation_back_to_queue(*, evaluation_id: int, worker: str, reason: str) -> None:
-    """The in-process retry's hand-back: queued again, with no broker call."""
-    now = timezone.now()
-    Evaluation.objects.filter(
-        pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker
-    ).update(
-        status=EvaluationStatus.QUEUED,
-        message=reason,
-        last_error=reason,
-        state_changed_at=now,
-        lease_expires_at=None,
-        updated_at=now,
     )
 
 

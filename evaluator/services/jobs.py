@@ -226,16 +226,16 @@ def evaluation_locked_if_owned(*, evaluation_id: int, worker: str) -> Evaluation
     )
 
 
-def evaluation_requeue(*, evaluation_id: int, worker: str | None, reason: str) -> bool:
-    """Hand a running evaluation back to the queue after an infrastructure failure.
-
-    `worker=None` is the reaper's form (any worker, lease expired). False when the
-    row had moved on meanwhile.
-    """
+def evaluation_requeue(
+    *, evaluation_id: int, worker: str, reason: str, enqueue: bool = True
+) -> bool:
+    """Hand `worker`'s running evaluation back to the queue after an infrastructure
+    failure, with a broker message unless `enqueue` is False (a caller that claims it
+    again at once). False when the row had moved on meanwhile."""
     now = timezone.now()
-    rows = Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.RUNNING)
-    if worker is not None:
-        rows = rows.filter(worker=worker)
+    rows = Evaluation.objects.filter(
+        pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker
+    )
     with transaction.atomic():
         changed = rows.update(
             status=EvaluationStatus.QUEUED,
@@ -246,7 +246,7 @@ def evaluation_requeue(*, evaluation_id: int, worker: str | None, reason: str) -
             lease_expires_at=None,
             updated_at=now,
         )
-        if changed:
+        if changed and enqueue:
             evaluation_enqueue(evaluation_id=evaluation_id)
     return bool(changed)
 
