@@ -51,6 +51,12 @@ class Evaluation(BaseModel):
     # workload (the harness cuts it), never a hidden workload's own output.
     public_log = models.TextField(blank=True)
     evaluator_version = models.CharField(max_length=32, blank=True)
+    hardware = models.CharField(
+        max_length=200,
+        blank=True,
+        db_index=True,
+        help_text="The GPU the verdict was timed on, as the driver names it; blank when untimed.",
+    )
     # The job: the row is the queue's truth, the broker message only a wake-up call
     # (docs/operations.md). `worker` is host:pid of the process holding the lease.
     worker = models.CharField(max_length=200, blank=True)

@@ -17,11 +17,32 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 
 class DetectorError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class DetectorResult:
+    """What a detector concluded about one property of one source: the value, why, and
+    the code it saw (short snippets or names), for the assessment it becomes."""
+
+    value: bool
+    rationale: str
+    evidence: tuple[str, ...] = field(default_factory=tuple)
+
+
+def assess(detector: dict[str, Any], source: str) -> DetectorResult | None:
+    """The detector's result with its rationale; None for properties judged by hand."""
+    value = detect(detector, source)
+    if value is None:
+        return None
+    kind = detector.get("kind", "manual")
+    verb = "found" if value else "not found"
+    return DetectorResult(value=value, rationale=f"{kind} detector: pattern {verb} in the source")
 
 
 def detect(detector: dict[str, Any], source: str) -> bool | None:

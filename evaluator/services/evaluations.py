@@ -181,6 +181,12 @@ def _evaluation_store(*, evaluation_id: int, worker: str, verdict: Verdict) -> E
     return evaluation
 
 
+def evaluation_hardware(environment: dict) -> str:
+    """The GPU a verdict was timed on; blank for interpret mode, which times nothing."""
+    gpu = environment.get("gpu") if isinstance(environment, dict) else None
+    return str(gpu)[:200] if gpu else ""
+
+
 def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> None:
     """Inside the caller's transaction, with the row locked: the verdict and its results."""
     now = timezone.now()
@@ -188,6 +194,7 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     evaluation.message = verdict.message
     evaluation.flags = verdict.flags
     evaluation.environment = verdict.environment
+    evaluation.hardware = evaluation_hardware(verdict.environment)
     evaluation.log = _log_clip(verdict.log)
     evaluation.public_log = _log_clip(verdict.public_log)
     evaluation.mode = verdict.mode

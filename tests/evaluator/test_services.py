@@ -67,6 +67,23 @@ def test_correct_verdict_is_persisted_with_one_result_per_workload(fake_cli, eva
     assert results[0].max_abs_err == 1e-6
 
 
+@pytest.mark.parametrize(
+    ("environment", "hardware"),
+    [
+        ({"device": "CPU (Triton interpreter)"}, ""),
+        ({"device": "NVIDIA H200", "gpu": "NVIDIA H200", "uuid": "GPU-1"}, "NVIDIA H200"),
+    ],
+)
+def test_the_verdict_names_the_gpu_it_was_timed_on(fake_cli, evaluation, environment, hardware):
+    fake_cli.reply(verdict_dict("correct", environment=environment))
+
+    evaluation_run(evaluation_id=evaluation.pk)
+
+    evaluation.refresh_from_db()
+    assert evaluation.hardware == hardware
+    assert Evaluation.objects.filter(hardware=hardware).count() == 1
+
+
 def test_cli_gets_the_pinned_package_and_the_source_with_a_scrubbed_env(
     fake_cli, evaluation, settings, monkeypatch
 ):
