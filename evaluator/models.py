@@ -55,7 +55,7 @@ class Evaluation(BaseModel):
         max_length=200,
         blank=True,
         db_index=True,
-        help_text="The GPU the verdict was timed on, as the driver names it; blank when untimed.",
+        help_text="The GPU the verdict was timed on; blank when untimed.",
     )
     # The job: the row is the queue's truth, the broker message only a wake-up call
     # (docs/operations.md). `worker` is host:pid of the process holding the lease.

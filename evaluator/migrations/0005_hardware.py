@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 db_index=True,
-                help_text="The GPU the verdict was timed on, as the driver names it; blank when untimed.",
+                help_text="The GPU the verdict was timed on; blank when untimed.",
                 max_length=200,
             ),
         ),
