@@ -163,6 +163,7 @@ def evaluate(
             )
             env_info["clean_reference"] = clean
             seen.flags += reference_tampering(results, clean)
+            results = with_clean_reference(results, clean)
     finally:
         if not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -377,7 +378,12 @@ def _run_child(
 # The in-process baseline may be slower than in a clean process by this much
 # before it is flagged: across processes an honest reference's median moves
 # by a few percent (allocator placement, the GPU's state; docs/benchmarks.md).
-TAMPERING_RATIO = 1.10
+# The speedup never gains from a slowed reference (it takes the clean time
+# where that is faster), so the flag is evidence of an attempt, raised only
+# for a slowdown beyond what a host-bound reference's own noise explains
+# (an honest launch-bound reference was seen 1.46x slower beside its
+# submission on the H200).
+TAMPERING_RATIO = 2.0
 TAMPERING_MS = 0.002
 
 
@@ -428,6 +434,21 @@ def reference_tampering(results: list[WorkloadResult], clean: dict[str, Any]) ->
                 )
             )
     return flags
+
+
+def with_clean_reference(
+    results: list[WorkloadResult], clean: dict[str, Any]
+) -> list[WorkloadResult]:
+    """Each timed result with the clean process's reference median beside its own."""
+    medians = clean.get("ref_median_ms", {})
+    out = []
+    for result in results:
+        m = result.measurement
+        if m is not None and result.name in medians:
+            m = dataclasses.replace(m, clean_ref_median_ms=medians[result.name])
+            result = dataclasses.replace(result, measurement=m)
+        out.append(result)
+    return out
 
 
 def _read_log(path: Path, *, limit_bytes: int | None = None) -> str:
