@@ -57,6 +57,12 @@ class Evaluation(BaseModel):
         db_index=True,
         help_text="The GPU the verdict was timed on; blank when untimed.",
     )
+    target_hardware = models.CharField(
+        max_length=200,
+        blank=True,
+        db_index=True,
+        help_text="The worker pool that must run it (a GPU name); blank: the default pool.",
+    )
     # The job: the row is the queue's truth, the broker message only a wake-up call
     # (docs/operations.md). `worker` is host:pid of the process holding the lease.
     worker = models.CharField(max_length=200, blank=True)
@@ -123,3 +129,23 @@ class WorkloadResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.status}"
+
+
+class WorkerBeat(models.Model):
+    """One evaluation worker as it last reported itself: which pool it serves, on what GPU.
+
+    Written by the worker every reaper round; read by /healthz and the operations docs.
+    """
+
+    worker = models.CharField(max_length=200, unique=True, help_text="host:pid")
+    hardware = models.CharField(max_length=200, blank=True, db_index=True)
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    queue = models.CharField(max_length=200)
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["hardware", "-seen_at"]
+
+    def __str__(self) -> str:
+        return f"{self.worker} ({self.hardware or 'default pool'})"

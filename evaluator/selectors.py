@@ -14,10 +14,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import OuterRef, Prefetch, Subquery
+from django.db.models import Count, Max, OuterRef, Prefetch, Subquery
 from django.utils import timezone
 
-from evaluator.models import Evaluation, EvaluationStatus, WorkloadResult
+from evaluator.models import Evaluation, EvaluationStatus, WorkerBeat, WorkloadResult
+from evaluator.services.pools import pool_queue
 from submissions.models import Submission
 
 RESULT_FIELDS = (
@@ -203,3 +204,57 @@ def evaluation_job_view(*, evaluation: Evaluation, now: datetime | None = None) 
         queue_position=position,
         next_step=next_step,
     )
+
+
+@dataclass(frozen=True)
+class PoolSeen:
+    """A worker pool as its workers last reported: how many, and the newest beat."""
+
+    hardware: str
+    queue: str
+    workers: int
+    last_seen_at: datetime | None
+    age_s: float | None
+    queued: int
+
+
+def worker_pools_seen(*, now: datetime | None = None) -> list[PoolSeen]:
+    """Every pool that has a worker or a queued evaluation, with its freshest heartbeat."""
+    now = now or timezone.now()
+    beats = (
+        WorkerBeat.objects.values("hardware", "queue")
+        .annotate(workers=Count("pk"), last=Max("seen_at"))
+        .order_by("hardware")
+    )
+    queued = dict(
+        Evaluation.objects.filter(status=EvaluationStatus.QUEUED)
+        .values("target_hardware")
+        .annotate(n=Count("pk"))
+        .values_list("target_hardware", "n")
+    )
+    pools = [
+        PoolSeen(
+            hardware=b["hardware"],
+            queue=b["queue"],
+            workers=b["workers"],
+            last_seen_at=b["last"],
+            age_s=round((now - b["last"]).total_seconds(), 1),
+            queued=queued.get(b["hardware"], 0),
+        )
+        for b in beats
+    ]
+    # A pool with work waiting and no worker at all is the one an operator must see.
+    served = {p.hardware for p in pools}
+    pools += [
+        PoolSeen(
+            hardware=hardware,
+            queue=pool_queue(hardware),
+            workers=0,
+            last_seen_at=None,
+            age_s=None,
+            queued=n,
+        )
+        for hardware, n in sorted(queued.items())
+        if hardware not in served
+    ]
+    return pools

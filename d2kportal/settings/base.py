@@ -166,6 +166,11 @@ D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
 D2K_EVALUATION_MAX_ATTEMPTS = env.int("D2K_EVALUATION_MAX_ATTEMPTS", default=3)
 D2K_EVALUATION_REQUEUE_S = env.int("D2K_EVALUATION_REQUEUE_S", default=120)
 D2K_REAP_INTERVAL_S = env.int("D2K_REAP_INTERVAL_S", default=15)
+# Worker pools (docs/deploy.md): the GPU kinds that have workers of their own. A run
+# whose manifest names one of them is evaluated there; everything else goes to the
+# pool named by D2K_DEFAULT_HARDWARE (blank: the embedded worker's default pool).
+D2K_HARDWARE_POOLS = env.list("D2K_HARDWARE_POOLS", default=[])
+D2K_DEFAULT_HARDWARE = env("D2K_DEFAULT_HARDWARE", default="")
 D2K_WORK_DIR = Path(env("D2K_WORK_DIR", default="") or Path(tempfile.gettempdir()) / "d2k-worker")
 
 LOGGING = {

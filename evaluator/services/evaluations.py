@@ -23,6 +23,7 @@ from evaluator.services.jobs import (
     heartbeat,
     worker_id,
 )
+from evaluator.services.pools import evaluation_target_hardware
 from evaluator.services.runner import (
     Verdict,
     WorkerError,
@@ -42,17 +43,19 @@ LOG_LIMIT = 200_000
 def evaluation_create(*, submission: Submission, enqueue: bool = True) -> Evaluation:
     """A new queued evaluation of `submission` (a first run or an admin's re-run)."""
     now = timezone.now()
+    run = submission.run
     with transaction.atomic():
         evaluation = Evaluation(
             submission=submission,
             status=EvaluationStatus.QUEUED,
             state_changed_at=now,
             enqueued_at=now,
+            target_hardware=evaluation_target_hardware(run_hardware=run.hardware if run else ""),
         )
         evaluation.full_clean()
         evaluation.save()
         if enqueue:
-            evaluation_enqueue(evaluation_id=evaluation.pk)
+            evaluation_enqueue(evaluation_id=evaluation.pk, hardware=evaluation.target_hardware)
     return evaluation
 
 

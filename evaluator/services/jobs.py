@@ -33,6 +33,7 @@ from django_q.brokers import get_broker
 from django_q.tasks import async_task
 
 from evaluator.models import Evaluation, EvaluationStatus
+from evaluator.services.pools import pool_queue, worker_hardware
 
 logger = logging.getLogger("evaluator.services.jobs")
 
@@ -107,16 +108,25 @@ def _lease() -> timedelta:
 # --- queueing -------------------------------------------------------------------
 
 
-def evaluation_enqueue(*, evaluation_id: int) -> None:
-    """Send the wake-up call once the current transaction commits.
+def evaluation_enqueue(*, evaluation_id: int, hardware: str | None = None) -> None:
+    """Send the wake-up call to the evaluation's pool once the current transaction
+    commits (`hardware`: its target, when the caller has it at hand).
 
     A broker that fails here loses nothing: the row is `queued` with an old
     `enqueued_at`, and the reaper sends the call again.
     """
+    if hardware is None:
+        hardware = (
+            Evaluation.objects.filter(pk=evaluation_id)
+            .values_list("target_hardware", flat=True)
+            .first()
+            or ""
+        )
+    queue = pool_queue(hardware)
 
     def send() -> None:
         try:
-            async_task(TASK_PATH, evaluation_id)
+            async_task(TASK_PATH, evaluation_id, cluster=queue)
         except Exception:
             logger.exception(
                 "evaluation %s: the broker refused it; the reaper retries", evaluation_id
@@ -136,11 +146,14 @@ def broker_ping() -> None:
 
 
 def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
-    """Take a queued evaluation for `worker`, or None when it is not (or no longer) queued."""
+    """Take a queued evaluation of this worker's pool for `worker`, or None when it is
+    not (or no longer) queued, or is another pool's."""
     now = timezone.now()
 
     def claim() -> int:
-        return Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
+        return Evaluation.objects.filter(
+            pk=evaluation_id, status=EvaluationStatus.QUEUED, target_hardware=worker_hardware()
+        ).update(
             status=EvaluationStatus.RUNNING,
             worker=worker,
             attempts=F("attempts") + 1,
@@ -153,9 +166,20 @@ def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
         )
 
     if not db_retry(claim, what=f"claim of evaluation {evaluation_id}"):
-        current = Evaluation.objects.filter(pk=evaluation_id).values("status", "worker").first()
+        current = (
+            Evaluation.objects.filter(pk=evaluation_id)
+            .values("status", "worker", "target_hardware")
+            .first()
+        )
         if current is None:
             logger.error("evaluation_run: ignoring unknown evaluation id %s", evaluation_id)
+        elif current["target_hardware"] != worker_hardware():
+            logger.warning(
+                "evaluation %s is for the %s pool; this worker serves %s: not taken",
+                evaluation_id,
+                current["target_hardware"] or "default",
+                worker_hardware() or "the default pool",
+            )
         else:
             logger.info(
                 "evaluation %s is %s (worker %s); not taken again",
@@ -170,7 +194,8 @@ def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
 
 
 def evaluation_claim_next(*, worker: str) -> Evaluation | None:
-    """Take the oldest queued evaluation for `worker`, or None when none is queued.
+    """Take the oldest queued evaluation of this worker's pool for `worker`, or None
+    when none is queued.
 
     PostgreSQL skips rows another claimer has locked; SQLite's immediate
     transactions let one writer at a time choose. The conditional update settles
@@ -180,7 +205,9 @@ def evaluation_claim_next(*, worker: str) -> Evaluation | None:
     def claim() -> int | None:
         for _ in range(10):
             with transaction.atomic():
-                rows = Evaluation.objects.filter(status=EvaluationStatus.QUEUED)
+                rows = Evaluation.objects.filter(
+                    status=EvaluationStatus.QUEUED, target_hardware=worker_hardware()
+                )
                 if connection.features.has_select_for_update_skip_locked:
                     rows = rows.select_for_update(skip_locked=True)
                 pk = rows.order_by("created_at", "pk").values_list("pk", flat=True).first()
@@ -347,27 +374,30 @@ def _reap_lost(now: datetime, *, dead_workers_only: bool) -> tuple[list[int], li
 
 def _reenqueue_waiting(now: datetime) -> list[int]:
     """Queued rows whose wake-up call is gone (a broker that lost it, a killed cluster
-    holding it), sent again once the broker has nothing waiting to hand out.
+    holding it), sent again once their pool's queue has nothing waiting to hand out.
 
     A duplicate call costs nothing: the claim lets one worker win.
     """
-    try:
-        if get_broker().queue_size():
-            return []
-    except Exception:
-        logger.exception("reaper: cannot read the broker's queue size")
-        return []
     stale = now - timedelta(seconds=settings.D2K_EVALUATION_REQUEUE_S)
     waiting = Evaluation.objects.filter(status=EvaluationStatus.QUEUED).filter(
         Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True)
     )
+    idle: dict[str, bool] = {}
     sent = []
-    for pk in waiting.values_list("pk", flat=True):
+    for pk, hardware in waiting.values_list("pk", "target_hardware"):
+        if hardware not in idle:
+            try:
+                idle[hardware] = not get_broker(pool_queue(hardware)).queue_size()
+            except Exception:
+                logger.exception("reaper: cannot read the queue size of %s", pool_queue(hardware))
+                idle[hardware] = False
+        if not idle[hardware]:
+            continue
         with transaction.atomic():
             if Evaluation.objects.filter(pk=pk, status=EvaluationStatus.QUEUED).update(
                 enqueued_at=now
             ):
-                evaluation_enqueue(evaluation_id=pk)
+                evaluation_enqueue(evaluation_id=pk, hardware=hardware)
                 sent.append(pk)
     return sent
 

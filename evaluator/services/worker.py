@@ -6,11 +6,13 @@ cluster, and every evaluator it starts, dies with the worker (a SIGKILL of the
 worker leaves nothing running), the scratch folders of dead workers are removed
 at the next start, their evaluations are taken back at once, and the reaper runs
 every few seconds in the worker's own main process (never behind a long
-evaluation in the queue).
+evaluation in the queue). A worker serves one pool (evaluator.services.pools):
+pinned to its GPU, it listens on that pool's queue only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing.util
 import os
@@ -26,7 +28,19 @@ from django.db import connections
 from django.utils import timezone
 
 from evaluator.harness.proctree import die_with_parent
-from evaluator.services.jobs import _reap_lost, db_retry, evaluation_reap, pid_alive
+from evaluator.services.jobs import (
+    _reap_lost,
+    db_retry,
+    evaluation_reap,
+    pid_alive,
+    worker_id,
+)
+from evaluator.services.pools import (
+    pool_queue,
+    worker_beat,
+    worker_beat_remove,
+    worker_pool_bind,
+)
 
 logger = logging.getLogger("evaluator.services.worker")
 
@@ -119,19 +133,34 @@ def worker_process_tree_bind() -> None:
     multiprocessing.util.register_after_fork(_AFTER_FORK, _child_dies_with_parent)
 
 
-def worker_serve(*, say: Callable[[str], None]) -> None:
-    """Run the cluster until it stops (SIGTERM or SIGINT), reaping on the way."""
+def worker_serve(*, say: Callable[[str], None], gpu: int | None = None, hardware: str = "") -> None:
+    """Run the cluster of one pool until it stops (SIGTERM or SIGINT), reaping and
+    reporting itself on the way.
+
+    `gpu` pins the worker and its evaluators to that GPU and names the pool after
+    it; `hardware` alone names a pool without checking a GPU (a CPU pool, tests).
+    """
     from django_q.cluster import Cluster
 
+    hardware, found = worker_pool_bind(gpu=gpu, hardware=hardware)
     worker_process_tree_bind()
+    me, started_at = worker_id(), timezone.now()
+    pool = f"the {hardware} pool" if hardware else "the default pool"
+    on = f" on GPU {found.index} ({found.uuid})" if found else ""
+    say(f"Worker {me} serves {pool}{on}, queue {pool_queue(hardware)}.")
     say(f"Worker start: {worker_start()}.")
     connections.close_all()  # never share a connection with the forked cluster
     cluster = Cluster()
     cluster.start()
     interval = settings.D2K_REAP_INTERVAL_S
-    while cluster.sentinel is not None and cluster.sentinel.is_alive():
-        try:
-            evaluation_reap()
-        except Exception:  # the next round tries again; the worker keeps working
-            logger.exception("reaper round failed")
-        cluster.sentinel.join(timeout=interval)
+    try:
+        while cluster.sentinel is not None and cluster.sentinel.is_alive():
+            try:
+                worker_beat(worker=me, hardware=hardware, gpu=found, started_at=started_at)
+                evaluation_reap()
+            except Exception:  # the next round tries again; the worker keeps working
+                logger.exception("reaper round failed")
+            cluster.sentinel.join(timeout=interval)
+    finally:
+        with contextlib.suppress(Exception):
+            worker_beat_remove(worker=me)

@@ -36,7 +36,7 @@ def queued(eval_task_version):
 @pytest.fixture
 def sent(monkeypatch):
     calls = []
-    monkeypatch.setattr(jobs, "async_task", lambda *args: calls.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args, **kw: calls.append(args))
     return calls
 
 

@@ -192,7 +192,7 @@ def test_requeue_sends_the_primary_key_to_the_django_q_task(
     fake_cli, evaluation, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args, **kw: sent.append(args))
     fake_cli.reply({"stdout": "garbage"})
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -325,7 +325,7 @@ def test_evaluation_create_enqueues_on_commit(
     eval_task_version, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args, **kw: sent.append(args))
     submission = SubmissionFactory(task_version=eval_task_version)
     with django_capture_on_commit_callbacks(execute=True):
         evaluation = evaluation_create(submission=submission)

@@ -47,7 +47,7 @@ def test_the_evaluation_is_enqueued_by_primary_key_after_commit(
     task, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(jobs, "async_task", lambda *args: sent.append(args))
+    monkeypatch.setattr(jobs, "async_task", lambda *args, **kw: sent.append(args))
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         submission = submission_create(owner=UserFactory(), task=task, source=SOURCE, filename="")
