@@ -90,3 +90,43 @@ def test_uploaded_kernel_is_evaluated_by_a_running_worker(broker, tmp_path):
         # the worker's graceful stop waits for its pool; the test needs none of that.
         os.killpg(worker.pid, 9)
         worker.wait(timeout=30)
+
+
+def test_gunicorn_with_the_shipped_config_serves_the_site_and_its_health(tmp_path):
+    import json
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "d2kportal.settings.dev",
+        "D2K_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "D2K_WEB_BIND": f"127.0.0.1:{port}",
+        "D2K_WEB_WORKERS": "2",
+    }
+    manage(env, "migrate", "--noinput")
+    web = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "d2kportal/gunicorn.conf.py", "d2kportal.wsgi"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline, body = time.monotonic() + 120, None
+        while time.monotonic() < deadline and body is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    body = json.loads(r.read())
+            except OSError:
+                time.sleep(0.5)
+        assert body is not None, "gunicorn did not answer within 120 s"
+        assert (body["database"], body["broker"]) == ("ok", "ok")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+            assert r.status == 200
+    finally:
+        os.killpg(web.pid, 15)
+        web.wait(timeout=60)
