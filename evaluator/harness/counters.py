@@ -322,12 +322,15 @@ def profile(
     enabled: bool = True,
     timeout_s: float = PROFILE_TIMEOUT_S,
     memory_bytes: int | None = None,
+    csv_sink: list[str] | None = None,
 ) -> tuple[list[WorkloadResult], str]:
     """`results` with each timed workload's counters attached, and the note for the verdict.
 
     Counters are read only in cuda mode, for a correct verdict, when enabled
     and ncu is there; otherwise the results come back as they were and the
-    note says why. A failure of the pass is only a note.
+    note says why. A failure of the pass is only a note. `csv_sink`, if
+    given, receives what ncu wrote (its table) and the child's log, as they
+    were, whether or not they could be read (bench/counters_table.py).
     """
     if mode is not Mode.CUDA:
         return results, "not read: interpret mode runs no GPU kernel"
@@ -343,8 +346,9 @@ def profile(
         return results, "not read: Nsight Compute (ncu) is not installed on this worker"
     tool = ncu_version(ncu)
     try:
-        text = _profiling_pass(task, source, [w.name for w in timed], ncu, timeout_s, memory_bytes)
-        per_workload = split_by_mark(parse_ncu_csv(text), [w.name for w in timed])
+        names = [w.name for w in timed]
+        text = _profiling_pass(task, source, names, ncu, timeout_s, memory_bytes, csv_sink)
+        per_workload = split_by_mark(parse_ncu_csv(text), names)
     except CountersError as exc:
         return results, str(exc) if str(exc).startswith("not read") else f"not read: {exc}"
     minimum = {w.name: w.bytes for w in timed}
@@ -370,6 +374,7 @@ def _profiling_pass(
     ncu: str,
     timeout_s: float,
     memory_bytes: int | None,
+    sink: list[str] | None = None,
 ) -> str:
     """Run the child under ncu in the sandbox; ncu's CSV, or CountersError with the note."""
     entries = [
@@ -414,6 +419,8 @@ def _profiling_pass(
         )
         text = _read(workdir / "ncu.csv")
         log = _read(workdir / "profile.log")
+        if sink is not None:
+            sink += [text, log]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(public_dir, ignore_errors=True)
