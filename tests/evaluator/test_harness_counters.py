@@ -1,17 +1,17 @@
 """Hardware counters (evaluator/harness/counters.py): ncu's table read, and every path without it.
 
-`tests/data/ncu/row_softmax_raw.csv` is a HAND-WRITTEN sample of the format
-`ncu --csv --page raw --print-units base --log-file FILE` writes (ncu's
-`==PROF==` lines, a header row, a units row, one row per kernel, numbers
-with thousands separators), with the values made up. Replace it by a real
-capture from the H200; on the GPU host, after `bash bench/device_prepare.sh`
-here:
+`tests/data/ncu/row_softmax_raw.csv` is a real capture: ncu 2025.3.1.0 on an
+NVIDIA H200 (driver 580, Firecracker host), the row_softmax expert's three
+timed workloads, written by the harness's own profiling pass. It was made,
+on the GPU host after `bash bench/device_prepare.sh` here, with
 
-    source bench/device_setup.sh && python bench/counters_table.py \
-        --tasks row_softmax --keep-csv $OUT/row_softmax_raw.csv
+    source bench/device_setup.sh && python3 bench/counters_table.py \
+        --tasks row_softmax --profile-only --keep-csv $OUT/row_softmax_raw.csv
 
-and copy the file it writes over the sample (the expected numbers below
-then change to that capture's).
+`MULTI` below is a hand-written table in the same format (header row, units
+row, one row per kernel), with made-up values, for what the capture lacks:
+several kernels in one call, tensor-core instructions, "n/a", thousands
+separators and scaled units.
 """
 
 import json
@@ -27,19 +27,37 @@ from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "tests" / "data" / "ncu" / "row_softmax_raw.csv"
+CAPTURE = ROOT / "tests" / "data" / "ncu" / "row_softmax_raw.csv"
 EXPERT = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+ROW_SOFTMAX = ["bf16_8192x1024", "fp32_4096x4096", "bf16_2048x32768"]
+# Hand-written, made-up values (see the module's docstring).
+MULTI = (
+    '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum",'
+    '"lts__t_sectors_srcunit_tex_op_write.sum","sm__inst_executed.sum",'
+    '"sm__inst_executed_pipe_tensor_op_gmma.sum","sm__inst_executed_pipe_tensor_op_hmma.sum"\n'
+    '"","","byte","Kbyte","sector","inst","inst","inst"\n'
+    '"0","d2k_profile_mark","0","0","0","2","0","0"\n'
+    '"1","gemm_kernel","1,000,000","2","100","9,000,000","600,000","n/a"\n'
+    '"2","epilogue_kernel","24","0","1","1,000,000","0","400,000"\n'
+)
 
 
-def test_the_raw_csv_gives_every_kernel_in_order_with_numbers_in_base_units():
-    kernels = counters.parse_ncu_csv(SAMPLE.read_text())
-    assert [k["id"] for k in kernels] == [0, 1, 2, 3, 4]
-    assert [k["name"] for k in kernels][:2] == ["d2k_profile_mark", "softmax_kernel"]
-    second = kernels[1]["metrics"]
-    assert second["dram__bytes_read.sum"] == 16_809_984
-    assert second["lts__t_sectors_srcunit_tex_op_write.sum"] == 524_288
-    # "n/a": ncu printed no number for that metric.
-    assert kernels[3]["metrics"]["sm__inst_executed_pipe_tensor_op_gmma.sum"] is None
+def test_the_capture_gives_every_kernel_in_order_with_its_counters():
+    kernels = counters.parse_ncu_csv(CAPTURE.read_text())
+    assert [k["id"] for k in kernels] == [0, 1, 2, 3, 4, 5]
+    assert [k["name"] for k in kernels][:2] == ["d2k_profile_mark", "_softmax_single_pass"]
+    first = kernels[1]["metrics"]
+    assert first["dram__bytes_read.sum"] == 16_782_592
+    assert first["lts__t_sectors_srcunit_tex_op_write.sum"] == 524_288
+    assert first["sm__inst_executed_pipe_tensor_op_gmma.sum"] == 0
+
+
+def test_thousands_separators_scaled_units_and_na_are_read():
+    _, gemm, epilogue = counters.parse_ncu_csv(MULTI)
+    assert gemm["metrics"]["dram__bytes_read.sum"] == 1_000_000
+    assert gemm["metrics"]["dram__bytes_write.sum"] == 2_000  # 2 Kbyte
+    assert gemm["metrics"]["sm__inst_executed_pipe_tensor_op_hmma.sum"] is None  # "n/a"
+    assert epilogue["metrics"]["sm__inst_executed.sum"] == 1_000_000
 
 
 @pytest.mark.parametrize(
@@ -59,36 +77,52 @@ def test_output_without_a_table_is_an_error():
 
 
 def test_the_marker_kernels_split_the_table_into_the_workloads_calls():
-    kernels = counters.parse_ncu_csv(SAMPLE.read_text())
-    calls = counters.split_by_mark(kernels, ["a", "b"])
-    assert [k["id"] for k in calls["a"]] == [1]
-    assert [k["id"] for k in calls["b"]] == [3, 4]
+    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    assert [[k["id"] for k in calls[name]] for name in ROW_SOFTMAX] == [[1], [3], [5]]
+    [gemm] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
+    assert [k["id"] for k in gemm] == [1, 2]
 
 
 @pytest.mark.parametrize(
     ("ids", "fragment"),
-    [([0, 1, 3, 4], "1 marked calls for 2"), ([1, 0, 2, 3, 4], "before the first marked call")],
+    [([0, 1, 3, 5], "1 marked calls for 3"), ([1, 0, 2, 3, 4, 5], "before the first marked")],
 )
 def test_a_table_that_does_not_match_the_workloads_is_refused(ids, fragment):
-    by_id = {k["id"]: k for k in counters.parse_ncu_csv(SAMPLE.read_text())}
+    by_id = {k["id"]: k for k in counters.parse_ncu_csv(CAPTURE.read_text())}
     with pytest.raises(counters.CountersError, match=fragment):
-        counters.split_by_mark([by_id[i] for i in ids], ["a", "b"])
+        counters.split_by_mark([by_id[i] for i in ids], ROW_SOFTMAX)
 
 
-def test_counters_are_summed_over_the_calls_kernels_against_the_minimum_bytes():
-    calls = counters.split_by_mark(counters.parse_ncu_csv(SAMPLE.read_text()), ["a", "b"])
-    one = counters.summarise(calls["a"], min_bytes=2 * 8192 * 1024 * 2, tool="ncu 2025.3.1.0")
-    assert one["dram_bytes"] == 16_809_984 + 2_097_152
-    # The writes still in the L2 at the kernel's end count, as the L2 saw them.
-    assert one["l2_write_bytes"] == 524_288 * 32
-    assert one["traffic_bytes"] == 16_809_984 + 524_288 * 32
-    assert one["traffic_ratio"] == pytest.approx(1.001, abs=1e-3)
-    assert one["tensor_share"] == 0.0 and one["kernels"] == 1 and one["tool"] == "ncu 2025.3.1.0"
-    two = counters.summarise(calls["b"], min_bytes=2 * 4096 * 4096 * 4, tool="ncu")
-    assert two["dram_read_bytes"] == 67_108_864 + 1_024
-    assert two["traffic_bytes"] == 67_108_864 + 1_024 + (2_097_152 + 32) * 32
-    assert two["tensor_instructions"] == 1_000_000 and two["instructions"] == 10_000_000
-    assert two["tensor_share"] == pytest.approx(0.1)
+def test_the_softmax_experts_traffic_is_its_minimum_with_the_writes_left_in_the_l2():
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    minimum = {w.name: w.bytes for w in task.workloads}
+    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    small = counters.summarise(
+        calls["bf16_8192x1024"], min_bytes=minimum["bf16_8192x1024"], tool="t"
+    )
+    # 16 MiB of output fits the L2: the kernel ends with it there, not yet in DRAM.
+    assert small["dram_write_bytes"] == 2_304
+    assert small["l2_write_bytes"] == 524_288 * 32 == 16 * 2**20
+    assert small["dram_bytes"] == 16_782_592 + 2_304
+    assert small["traffic_bytes"] == 16_782_592 + 16 * 2**20
+    for name in ROW_SOFTMAX:
+        summary = counters.summarise(calls[name], min_bytes=minimum[name], tool="ncu 2025.3.1.0")
+        assert summary["traffic_ratio"] == pytest.approx(1.0, abs=0.001), (name, summary)
+        assert summary["tensor_share"] == 0.0 and summary["kernels"] == 1
+        assert summary["tool"] == "ncu 2025.3.1.0"
+
+
+def test_counters_are_summed_over_a_calls_kernels():
+    [kernels] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
+    summary = counters.summarise(kernels, min_bytes=2_000_000, tool="ncu")
+    assert summary["dram_read_bytes"] == 1_000_024 and summary["dram_write_bytes"] == 2_000
+    assert summary["l2_write_bytes"] == 101 * 32
+    assert summary["traffic_bytes"] == 1_000_024 + 101 * 32
+    assert summary["traffic_ratio"] == pytest.approx((1_000_024 + 3_232) / 2_000_000, abs=1e-4)
+    # gmma (600 000) + hmma (n/a, then 400 000) over 10 000 000 instructions.
+    assert summary["tensor_instructions"] == 1_000_000 and summary["instructions"] == 10_000_000
+    assert summary["tensor_share"] == pytest.approx(0.1)
+    assert summary["kernels"] == 2
 
 
 def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
