@@ -1,7 +1,7 @@
 """`python -m evaluator`: the standalone evaluator, with no Django and no database.
 
     python -m evaluator check --task SLUG [--catalog DIR] [--mode auto|interpret|cuda]
-                              [--timeout S] [--memory-gb G] [--json] FILE
+                              [--timeout S] [--memory-gb G] [--no-counters] [--json] FILE
     python -m evaluator ceilings [--refresh]
 
 Exit status: 0 when a verdict was reached (whatever it is), 2 for a usage
@@ -44,6 +44,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="change one setting of the timing protocol, for experiments (repeatable; "
         "the verdict records the settings it ran with)",
+    )
+    check.add_argument(
+        "--counters",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="cuda mode, correct verdicts: read each timed workload's DRAM bytes and "
+        "tensor-core share with Nsight Compute in an untimed pass (default: on)",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ceilings = commands.add_parser("ceilings", help="measure and print this GPU's ceilings")
@@ -124,6 +131,7 @@ def _check(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         memory_bytes=memory_bytes,
         timing=overrides,
+        read_counters=args.counters,
     )
     if args.json:
         print(json.dumps(verdict.to_dict(), default=str))

@@ -161,6 +161,8 @@ D2K_MAX_UPLOAD_BYTES = env.int("D2K_MAX_UPLOAD_BYTES", default=512 * 1024)
 # Passed to the evaluator process (the worker hands it nothing else of its own environment).
 D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
 D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")
+# Cuda mode: hardware counters of correct submissions (evaluator/harness/counters.py).
+D2K_EVALUATION_COUNTERS = env.bool("D2K_EVALUATION_COUNTERS", default=True)
 # Durable evaluations (docs/operations.md).
 D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
 D2K_EVALUATION_MAX_ATTEMPTS = env.int("D2K_EVALUATION_MAX_ATTEMPTS", default=3)

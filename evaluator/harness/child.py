@@ -129,6 +129,9 @@ class Child:
         # A clean run times the baseline alone, in a process that never
         # imports the submission (orchestrate: reference_tampering).
         self.clean = bool(job.get("clean"))
+        # A profiling pass (counters.py) makes one untimed call of each timed
+        # workload, under ncu, and no other.
+        self.profile = bool(job.get("profile"))
         self._model_seeds: dict[str, int] = {}
         self.guard = honesty.PatchGuard()
         self.threads = honesty.live_python_threads()
@@ -392,6 +395,29 @@ class Child:
         )
         return True
 
+    def profile_workload(self, workload: dict, mark: Any) -> bool:
+        """One untimed call of a timed workload inside the profiler's range (counters.Mark).
+
+        The model is built and called once first, outside the range: the
+        compilation and autotuning are not what the counters are for, nor is
+        making the inputs.
+        """
+        name, params = workload["name"], workload["params"]
+        try:
+            model = self.construct(self.sub.ModelNew, params, self._model_seed(name))
+            self._invoke(model, self.inputs(params, self.chan.seed(name, "warm")))
+            inputs = self.inputs(params, self.chan.seed(name, "call"))
+            with mark.profiled():
+                self._invoke(model, inputs)
+        except BaseException as exc:
+            self.chan.send(
+                "error", kind=classify(exc), phase="profile", workload=name, message=_describe(exc)
+            )
+            traceback.print_exc()
+            return False
+        self.chan.send("profiled", workload=name)
+        return True
+
     def _phase(self, workload: dict, cfg: dict, *, first: bool) -> tuple:
         """A timing phase's start: the allocator's cache released, new models, a warm-up.
 
@@ -529,7 +555,12 @@ class Child:
         # can reach the flush or the launch cover.
         cfg = self.job.get("timing", {})
         flusher = None
-        if self.mode == "cuda":
+        mark = None
+        if self.profile:
+            from evaluator.harness.counters import Mark
+
+            mark = Mark()
+        elif self.mode == "cuda":
             flusher = timing.L2Flusher(
                 self.device,
                 reads=bool(cfg.get("flush_reads")),
@@ -552,6 +583,9 @@ class Child:
                 if not self.correctness(workload):
                     return
                 self.check_patches(f"correctness:{workload['name']}")
+            elif step["step"] == "profile" and mark is not None:
+                if not self.profile_workload(workload, mark):
+                    return
             elif flusher is not None:
                 if not self.time_workload(workload, flusher):
                     return

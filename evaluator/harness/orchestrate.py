@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, honesty, package, protocol, redact, sandbox
+from . import counters, environment, honesty, package, protocol, redact, sandbox
 from .judge import judge
 from .protocol import Observed
 from .spec import (
@@ -98,8 +98,13 @@ def evaluate(
     keep_workdir: bool = False,
     timing: dict[str, float] | None = None,
     plan_sink: list[dict[str, Any]] | None = None,
+    read_counters: bool = True,
 ) -> Verdict:
-    """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued."""
+    """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued.
+
+    `read_counters`: once a cuda-mode verdict is correct, read each timed
+    workload's hardware counters in an untimed pass (counters.profile).
+    """
     started = time.monotonic()
     settings = timing_settings(timing)
     env_info = environment.describe(mode)
@@ -171,6 +176,16 @@ def evaluate(
     for name in honesty.tampering_names(source):
         seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
     status, message = _decide(run, seen, results, len(workloads), task=task)
+    results, env_info["counters"] = counters.profile(
+        task=task,
+        source=source,
+        mode=mode,
+        status=status,
+        results=results,
+        enabled=read_counters,
+        timeout_s=min(timeout_s, counters.PROFILE_TIMEOUT_S),
+        memory_bytes=memory_bytes,
+    )
     flags = redact.flags(task, seen.flags)
     verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)
     return dataclasses.replace(verdict, public_log=public_log)

@@ -30,6 +30,8 @@ def flag(check: str, detail: str) -> dict[str, str]:
 class Observed:
     outputs: dict[str, list[dict]] = field(default_factory=dict)
     timings: dict[str, dict] = field(default_factory=dict)
+    # A profiling pass's report of each workload's profiled call (counters.py).
+    profiled: dict[str, dict] = field(default_factory=dict)
     batches: dict[str, dict] = field(default_factory=dict)
     error: dict | None = None
     flags: list[dict[str, str]] = field(default_factory=list)
@@ -42,16 +44,23 @@ class Observed:
 # that needs it (Dealer), so no seed exists, even in the parent, before then.
 PURPOSES = frozenset({"check", "model", "warm", "ref", "call", "sample", "audit", "decoy"})
 TIMING_PURPOSES = PURPOSES - {"check"}
+# A profiled call: its model, one warm-up call (compilation, autotuning), the call.
+PROFILE_PURPOSES = frozenset({"model", "warm", "call"})
 
 
-def steps_of(workloads: list[dict[str, Any]], *, clean: bool = False) -> list[tuple[str, str]]:
-    """The evaluation's steps, (kind, workload): "check" (correctness) or "time".
+def steps_of(
+    workloads: list[dict[str, Any]], *, clean: bool = False, profile: bool = False
+) -> list[tuple[str, str]]:
+    """The evaluation's steps, (kind, workload): "check" (correctness), "time" or "profile".
 
     Public workloads are checked first, then the timed ones are timed, and
     the hidden workloads come last: nothing of them reaches the child, or
     its log, before all the rest is done. A clean run (the reference timed in
-    a process that never imports the submission) only times.
+    a process that never imports the submission) only times; a profiling
+    pass (counters.py) makes one untimed call of each timed workload.
     """
+    if profile:
+        return [("profile", w["name"]) for w in workloads if w["timed"]]
     timed = [("time", w["name"]) for w in workloads if w["timed"]]
     if clean:
         return timed
@@ -79,10 +88,11 @@ class Dealer:
         seeds: int,
         audits: dict[str, list[int]] | None = None,
         clean: bool = False,
+        profile: bool = False,
         on_hidden: Callable[[], Any] | None = None,
     ):
         self._workloads = {w["name"]: w for w in workloads}
-        self._steps = steps_of(workloads, clean=clean)
+        self._steps = steps_of(workloads, clean=clean, profile=profile)
         self._position = 0
         self._seeds = seeds
         # Secret: the timed calls after which an audit call is made.
@@ -105,7 +115,7 @@ class Dealer:
         kind, name = self.current
         if what == "seed":
             purpose = str(request.get("purpose"))
-            allowed = {"check"} if kind == "check" else TIMING_PURPOSES
+            allowed = {"check": {"check"}, "profile": PROFILE_PURPOSES}.get(kind, TIMING_PURPOSES)
             if purpose not in allowed:
                 return self._refuse(f"a seed for {purpose!r} during a {kind} step")
             drawn = self.issued[name].setdefault(purpose, [])
@@ -185,6 +195,8 @@ def expected_sequence(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
                 steps.append(("output", name, str(index)))
                 if index == 0:
                     steps.append(("output", name, "0r"))
+        elif kind == "profile":
+            steps.append(("profiled", name, ""))
         elif plan.get("clean"):
             steps.append(("timing", name, ""))
         else:
@@ -235,6 +247,8 @@ def collect(
             seen.batches[name] = {**msg, "host_ms": (stamp - batch_begin) * 1e3}
         elif event == "timing":
             seen.timings[name] = msg
+        elif event == "profiled":
+            seen.profiled[name] = msg
         elif event == "done":
             seen.done = True
             finished = True

@@ -182,8 +182,12 @@ def sandbox_command(
     task_dir: Path,
     env: dict[str, str],
     gpu: bool,
+    wrapper: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str], str]:
     """The argv, environment and level for running `python python_args...` sandboxed.
+
+    `wrapper` is a command that runs the interpreter inside the sandbox (a
+    profiler: `ncu ... python ...`); it runs with the child's confinement.
 
     Inside bubblewrap the harness is at /d2k (PYTHONPATH), the task package
     at /d2k/task and the scratch folder at /d2k/work; at the `process` level
@@ -192,7 +196,8 @@ def sandbox_command(
     """
     level = isolation_level()
     if level == "process":
-        return [sys.executable, *python_args], {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
+        argv = [*wrapper, sys.executable, *python_args]
+        return argv, {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
 
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [
@@ -234,7 +239,7 @@ def sandbox_command(
     ]
     for key, value in {**env, "PYTHONPATH": SANDBOX_ROOT}.items():
         argv += ["--setenv", key, value]
-    argv += ["--", sys.executable, *python_args]
+    argv += ["--", *wrapper, sys.executable, *python_args]
     return argv, {"PATH": env.get("PATH", "/usr/bin:/bin")}, level
 
 
@@ -326,6 +331,7 @@ def run_child(
     log_path: Path,
     gpu: bool,
     answer: Answer | None = None,
+    wrapper: Sequence[str] = (),
 ) -> ChildRun:
     """Run the harness child; `python_args` may name the result fd as `{fd}`.
 
@@ -340,7 +346,7 @@ def run_child(
         for a in python_args
     ]
     argv, proc_env, level = sandbox_command(
-        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu
+        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu, wrapper=wrapper
     )
     nproc = proctree.processes_of_uid(os.getuid()) + limits.max_processes
     result = ChildRun(returncode=None, isolation=level)

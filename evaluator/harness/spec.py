@@ -182,6 +182,9 @@ class WorkloadResult:
     achieved_tflops: float | None = None
     achieved_tbps: float | None = None
     sol_fraction: float | None = None
+    # Hardware counters of one untimed call (counters.py), for timed workloads
+    # of a correct cuda-mode verdict; None where none were read.
+    counters: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -69,6 +69,8 @@ class Verdict:
 def evaluation_command(
     *, evaluation: Evaluation, catalog_dir: Path, kernel_path: Path
 ) -> list[str]:
+    # The evaluator reads counters by default; the setting can switch them off.
+    counters = [] if settings.D2K_EVALUATION_COUNTERS else ["--no-counters"]
     return [
         settings.D2K_EVALUATOR_PYTHON or sys.executable,
         "-m",
@@ -82,6 +84,7 @@ def evaluation_command(
         settings.D2K_EVALUATOR_MODE,
         "--timeout",
         str(settings.D2K_EVALUATOR_TIMEOUT),
+        *counters,
         "--json",
         str(kernel_path),
     ]

@@ -448,3 +448,14 @@ def test_real_cli_a_kernel_dropping_the_tail_is_incorrect_on_the_named_workload(
     assert statuses["check_bf16_8x256"] == "correct"  # 256 is a multiple of the block
     assert statuses["check_fp32_4x1000"] == "incorrect"  # 1000 is not
     assert "check_fp32_4x1000" in evaluation.message
+
+
+@pytest.mark.parametrize(("enabled", "expected"), [(True, []), (False, ["--no-counters"])])
+def test_the_counters_setting_reaches_the_cli(fake_cli, evaluation, settings, enabled, expected):
+    settings.D2K_EVALUATION_COUNTERS = enabled
+    settings.D2K_EVALUATOR_TIMEOUT = 42
+
+    evaluation_run(evaluation_id=evaluation.pk)
+
+    [call] = fake_cli.calls
+    assert call["argv"][7:-2] == ["--mode", "interpret", "--timeout", "42", *expected]

@@ -1,0 +1,338 @@
+"""Hardware counters (evaluator/harness/counters.py): ncu's table read, and every path without it.
+
+`tests/data/ncu/row_softmax_raw.csv` is a real capture: ncu 2025.3.1.0 on an
+NVIDIA H200 (driver 580, Firecracker host), the row_softmax expert's three
+timed workloads, written by the harness's own profiling pass. It was made,
+on the GPU host after `bash bench/device_prepare.sh` here, with
+
+    source bench/device_setup.sh && python3 bench/counters_table.py \
+        --tasks row_softmax --profile-only --keep-csv $OUT/row_softmax_raw.csv
+
+`MULTI` below is a hand-written table in the same format (header row, units
+row, one row per kernel), with made-up values, for what the capture lacks:
+several kernels in one call, tensor-core instructions, "n/a", thousands
+separators and scaled units.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness import counters, protocol, sandbox
+from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
+from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURE = ROOT / "tests" / "data" / "ncu" / "row_softmax_raw.csv"
+EXPERT = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+ROW_SOFTMAX = ["bf16_8192x1024", "fp32_4096x4096", "bf16_2048x32768"]
+# Hand-written, made-up values (see the module's docstring).
+MULTI = (
+    '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum",'
+    '"lts__t_sectors_srcunit_tex_op_write.sum","sm__inst_executed.sum",'
+    '"sm__inst_executed_pipe_tensor_op_gmma.sum","sm__inst_executed_pipe_tensor_op_hmma.sum"\n'
+    '"","","byte","Kbyte","sector","inst","inst","inst"\n'
+    '"0","d2k_profile_mark","0","0","0","2","0","0"\n'
+    '"1","gemm_kernel","1,000,000","2","100","9,000,000","600,000","n/a"\n'
+    '"2","epilogue_kernel","24","0","1","1,000,000","0","400,000"\n'
+)
+
+
+def test_the_capture_gives_every_kernel_in_order_with_its_counters():
+    kernels = counters.parse_ncu_csv(CAPTURE.read_text())
+    assert [k["id"] for k in kernels] == [0, 1, 2, 3, 4, 5]
+    assert [k["name"] for k in kernels][:2] == ["d2k_profile_mark", "_softmax_single_pass"]
+    first = kernels[1]["metrics"]
+    assert first["dram__bytes_read.sum"] == 16_782_592
+    assert first["lts__t_sectors_srcunit_tex_op_write.sum"] == 524_288
+    assert first["sm__inst_executed_pipe_tensor_op_gmma.sum"] == 0
+
+
+def test_thousands_separators_scaled_units_and_na_are_read():
+    _, gemm, epilogue = counters.parse_ncu_csv(MULTI)
+    assert gemm["metrics"]["dram__bytes_read.sum"] == 1_000_000
+    assert gemm["metrics"]["dram__bytes_write.sum"] == 2_000  # 2 Kbyte
+    assert gemm["metrics"]["sm__inst_executed_pipe_tensor_op_hmma.sum"] is None  # "n/a"
+    assert epilogue["metrics"]["sm__inst_executed.sum"] == 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("unit", "value", "expected"),
+    [("byte", "1,024", 1024.0), ("Kbyte", "2", 2000.0), ("Mbyte", "1.5", 1.5e6), ("", "7", 7.0)],
+)
+def test_scaled_units_are_brought_to_base_units(unit, value, expected):
+    header = '"ID","Kernel Name","dram__bytes_read.sum"'
+    text = f'{header}\n"","","{unit}"\n"0","k","{value}"\n'
+    [kernel] = counters.parse_ncu_csv(text)
+    assert kernel["metrics"]["dram__bytes_read.sum"] == expected
+
+
+def test_output_without_a_table_is_an_error():
+    with pytest.raises(counters.CountersError, match="no table"):
+        counters.parse_ncu_csv("==PROF== Disconnected from process 1\n")
+
+
+def test_the_marker_kernels_split_the_table_into_the_workloads_calls():
+    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    assert [[k["id"] for k in calls[name]] for name in ROW_SOFTMAX] == [[1], [3], [5]]
+    [gemm] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
+    assert [k["id"] for k in gemm] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("ids", "fragment"),
+    [([0, 1, 3, 5], "1 marked calls for 3"), ([1, 0, 2, 3, 4, 5], "before the first marked")],
+)
+def test_a_table_that_does_not_match_the_workloads_is_refused(ids, fragment):
+    by_id = {k["id"]: k for k in counters.parse_ncu_csv(CAPTURE.read_text())}
+    with pytest.raises(counters.CountersError, match=fragment):
+        counters.split_by_mark([by_id[i] for i in ids], ROW_SOFTMAX)
+
+
+def test_the_softmax_experts_traffic_is_its_minimum_with_the_writes_left_in_the_l2():
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    minimum = {w.name: w.bytes for w in task.workloads}
+    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    small = counters.summarise(
+        calls["bf16_8192x1024"], min_bytes=minimum["bf16_8192x1024"], tool="t"
+    )
+    # 16 MiB of output fits the L2: the kernel ends with it there, not yet in DRAM.
+    assert small["dram_write_bytes"] == 2_304
+    assert small["l2_write_bytes"] == 524_288 * 32 == 16 * 2**20
+    assert small["dram_bytes"] == 16_782_592 + 2_304
+    assert small["traffic_bytes"] == 16_782_592 + 16 * 2**20
+    for name in ROW_SOFTMAX:
+        summary = counters.summarise(calls[name], min_bytes=minimum[name], tool="ncu 2025.3.1.0")
+        assert summary["traffic_ratio"] == pytest.approx(1.0, abs=0.001), (name, summary)
+        assert summary["tensor_share"] == 0.0 and summary["kernels"] == 1
+        assert summary["tool"] == "ncu 2025.3.1.0"
+
+
+def test_counters_are_summed_over_a_calls_kernels():
+    [kernels] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
+    summary = counters.summarise(kernels, min_bytes=2_000_000, tool="ncu")
+    assert summary["dram_read_bytes"] == 1_000_024 and summary["dram_write_bytes"] == 2_000
+    assert summary["l2_write_bytes"] == 101 * 32
+    assert summary["traffic_bytes"] == 1_000_024 + 101 * 32
+    assert summary["traffic_ratio"] == pytest.approx((1_000_024 + 3_232) / 2_000_000, abs=1e-4)
+    # gmma (600 000) + hmma (n/a, then 400 000) over 10 000 000 instructions.
+    assert summary["tensor_instructions"] == 1_000_000 and summary["instructions"] == 10_000_000
+    assert summary["tensor_share"] == pytest.approx(0.1)
+    assert summary["kernels"] == 2
+
+
+def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
+    kernel = {"id": 0, "name": "k", "metrics": {"dram__bytes_read.sum": 10.0}}
+    summary = counters.summarise([kernel], min_bytes=0, tool="ncu")
+    assert summary["traffic_ratio"] is None and summary["tensor_share"] is None
+    assert summary["l2_write_bytes"] is None and summary["traffic_bytes"] == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+            "GPU Performance Counters on the target device 0.",
+            "ERR_NVGPUCTRPERM",
+        ),
+        ("==ERROR== Failed to initialize the profiler: LibraryNotLoaded", "LibraryNotLoaded"),
+        ("==PROF== Disconnected from process 1", ""),
+    ],
+)
+def test_ncus_errors_become_the_note(text, fragment):
+    note = counters.failure_note(text)
+    assert (fragment in note and note.startswith("not read")) if fragment else note == ""
+
+
+def timed_results(task):
+    return [
+        WorkloadResult(name=w.name, role=w.role, hidden=w.hidden, status=Status.CORRECT)
+        for w in task.workloads_for(Mode.CUDA)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "enabled", "fragment"),
+    [
+        (Mode.INTERPRET, Status.CORRECT, True, "interpret mode"),
+        (Mode.CUDA, Status.CORRECT, False, "switched off"),
+        (Mode.CUDA, Status.INCORRECT, True, "correct verdicts only"),
+    ],
+)
+def test_no_pass_runs_outside_a_correct_cuda_verdict(mode, status, enabled, fragment, monkeypatch):
+    monkeypatch.setattr(counters, "find_ncu", lambda path: pytest.fail("looked for ncu"))
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    results = timed_results(task)
+    out, note = counters.profile(
+        task=task, source="", mode=mode, status=status, results=results, enabled=enabled
+    )
+    assert out == results and fragment in note and note.startswith("not read")
+
+
+def test_without_ncu_the_note_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(counters, "child_path", lambda: str(tmp_path))
+    monkeypatch.setattr(counters, "NCU_ROOT", tmp_path / "nsight-compute")
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    results = timed_results(task)
+    out, note = counters.profile(
+        task=task, source="", mode=Mode.CUDA, status=Status.CORRECT, results=results
+    )
+    assert out == results
+    assert note == "not read: Nsight Compute (ncu) is not installed on this worker"
+
+
+FAKE_NCU = """#!/bin/sh
+# A stand-in for ncu: writes MESSAGE where --log-file says, exits 1, runs nothing.
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--log-file" ]; then printf '%s\\n' "$MESSAGE" > "$2"; fi
+  if [ "$1" = "--version" ]; then echo "Version 2099.1.0.0 (build 1)"; exit 0; fi
+  shift
+done
+exit 1
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        (
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+            "GPU Performance Counters on the target device 0.",
+            "ERR_NVGPUCTRPERM",
+        ),
+        ("==ERROR== Failed to initialize the profiler: LibraryNotLoaded", "LibraryNotLoaded"),
+    ],
+)
+def test_a_failing_ncu_leaves_the_results_and_explains(tmp_path, monkeypatch, message, fragment):
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    # The process level: the fake lives in a folder bubblewrap would not mount.
+    monkeypatch.setenv("D2K_SANDBOX", "process")
+    monkeypatch.setattr(counters, "find_ncu", lambda path: str(ncu))
+    env = {"PATH": "/usr/bin:/bin", "MESSAGE": message}
+    monkeypatch.setattr(counters, "_child_env", lambda work: env)
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    results = timed_results(task)
+    out, note = counters.profile(
+        task=task,
+        source=EXPERT.read_text(),
+        mode=Mode.CUDA,
+        status=Status.CORRECT,
+        results=results,
+        timeout_s=60,
+    )
+    assert out == results and all(r.counters is None for r in out)
+    assert note.startswith("not read") and fragment in note, note
+
+
+def test_the_ncu_wrapper_profiles_only_the_marked_ranges_with_caches_flushed():
+    argv = counters.ncu_command("/opt/ncu", "/d2k/work/ncu.csv")
+    assert argv[0] == "/opt/ncu"
+    assert argv[argv.index("--profile-from-start") + 1] == "off"
+    assert argv[argv.index("--cache-control") + 1] == "all"
+    assert argv[argv.index("--clock-control") + 1] == "none"
+    assert argv[argv.index("--log-file") + 1] == "/d2k/work/ncu.csv"
+    assert set(argv[argv.index("--metrics") + 1].split(",")) == set(counters.METRICS.values())
+
+
+def test_the_wrapper_runs_inside_the_sandbox_before_the_interpreter(tmp_path):
+    argv, _, level = sandbox.sandbox_command(
+        python_args=["-c", "pass"],
+        workdir=tmp_path,
+        task_dir=tmp_path,
+        env={},
+        gpu=False,
+        wrapper=["/opt/ncu", "--csv"],
+    )
+    at = argv.index("/opt/ncu")
+    assert argv[at : at + 3] == ["/opt/ncu", "--csv", sys.executable]
+    if level == "bwrap":
+        assert argv.index("--") < at
+
+
+@pytest.mark.slow
+def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
+    """The child's profile role on the CPU, the profiler's range faked: one call a workload."""
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    checks = task.workloads_for(Mode.INTERPRET)[:2]
+    entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
+    dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
+    job = {
+        "mode": "cuda",
+        "device": "cpu",
+        "reference": str(DEFAULT_CATALOG_DIR / "row_softmax" / "reference.py"),
+        "baseline": "",
+        "submission": str(EXPERT),
+        "profile": True,
+        "out_dir": str(tmp_path / "out"),
+        "inplace": task.inplace,
+        "seeds": task.seeds,
+        "timing": {},
+    }
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    read_fd, write_fd = os.pipe()
+    child_reply_fd, reply_fd = os.pipe()
+    bootstrap = (
+        "import contextlib, evaluator.harness.counters as k; "
+        "k.Mark = type('Mark', (), {'profiled': staticmethod(contextlib.nullcontext)}); "
+        "from evaluator.harness.child import main; main()"
+    )
+    argv = [sys.executable, "-c", bootstrap, str(tmp_path / "job.json"), str(write_fd)]
+    proc = subprocess.Popen(
+        [*argv, str(child_reply_fd)],
+        pass_fds=(write_fd, child_reply_fd),
+        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    os.close(write_fd)
+    os.close(child_reply_fd)
+    run = sandbox.ChildRun(returncode=None)
+    reader = sandbox._Reader(read_fd, run, dealer.answer, reply_fd)
+    reader.start()
+    log = proc.communicate(timeout=600)[0].decode(errors="replace")
+    reader.join(timeout=30)
+    os.close(reply_fd)
+    plan = dealer.record()
+    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    assert seen.flags == [] and not dealer.problems and seen.done, (seen.flags, log[-3000:])
+    assert list(seen.profiled) == [w.name for w in checks]
+    assert [kind for kind, _ in plan["steps"]] == ["profile", "profile"]
+    # Seeds as in any evaluation, asked for at the call: no check seed, no audit.
+    for workload in plan["workloads"]:
+        assert workload["seeds"] == [] and len(workload["calls"]) == 1
+
+
+def test_a_profiling_step_refuses_seeds_for_other_purposes():
+    dealer = protocol.Dealer(
+        [{"name": "a", "params": {}, "timed": True, "hidden": False}], seeds=3, profile=True
+    )
+    assert dealer.answer({"what": "step"})["step"] == "profile"
+    assert "seed" in dealer.answer({"what": "seed", "workload": "a", "purpose": "call"})
+    assert "error" in dealer.answer({"what": "seed", "workload": "a", "purpose": "check"})
+    assert "error" in dealer.answer({"what": "audit", "workload": "a", "call": 1})
+
+
+def test_hidden_workloads_are_never_profiled():
+    workloads = [
+        {"name": "t", "timed": True, "hidden": False},
+        {"name": "h", "timed": False, "hidden": True},
+    ]
+    assert protocol.steps_of(workloads, profile=True) == [("profile", "t")]
+
+
+def test_a_timed_results_counters_travel_in_the_verdict_json():
+    result = WorkloadResult(
+        name="a", role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT, counters={"x": 1}
+    )
+    assert result.to_dict()["counters"] == {"x": 1}
+    unread = WorkloadResult(name="b", role=WorkloadRole.HIDDEN, hidden=True, status=Status.CORRECT)
+    assert unread.to_dict()["counters"] is None
