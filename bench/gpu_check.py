@@ -4,7 +4,7 @@
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--timing K=V] [--out DIR]
     python bench/gpu_check.py exploits [--cases 4b,5] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
-    python bench/gpu_check.py stability --arm writes:flush_reads=0 --arm reads:flush_reads=1
+    python bench/gpu_check.py stability --arm ph40: --arm ph5:phases=5
     python bench/gpu_check.py collect DIR [--out DIR]
     python bench/gpu_check.py integrity [--out DIR]
 

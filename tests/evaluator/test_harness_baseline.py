@@ -3,6 +3,7 @@
 import shutil
 
 from evaluator.harness import orchestrate
+from evaluator.harness.job import CleanReference
 from evaluator.harness.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
@@ -66,11 +67,11 @@ def _timed(name: str, ref_median_ms: float) -> WorkloadResult:
 
 
 def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_flagged():
-    clean = {"ref_median_ms": {"a": 0.0200, "b": 0.0200, "c": 0.0200}}
+    clean = CleanReference(ref_median_ms={"a": 0.0200, "b": 0.0200, "c": 0.0200})
     results = [_timed("a", 0.0212), _timed("b", 0.0800), _timed("c", 0.0242)]
     flags = orchestrate.reference_tampering(results, clean)
     # 6 % slower is noise; four times slower (a patched torch.softmax) is not,
     # nor is 21 % (past 10 % and 2 µs).
     assert [f["check"] for f in flags] == ["reference_tampering"] * 2
     assert flags[0]["detail"].startswith("b: ") and flags[1]["detail"].startswith("c: ")
-    assert orchestrate.reference_tampering(results, {"ref_median_ms": {}}) == []
+    assert orchestrate.reference_tampering(results, CleanReference()) == []
