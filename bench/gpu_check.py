@@ -4,17 +4,21 @@
     python bench/gpu_check.py files TASK:FILE [TASK:FILE ...] [--timing K=V] [--out DIR]
     python bench/gpu_check.py exploits [--cases 4b,5] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
-    python bench/gpu_check.py stability --arm writes:flush_reads=0 --arm reads:flush_reads=1
+    python bench/gpu_check.py stability --arm ph40: --arm ph5:phases=5
     python bench/gpu_check.py collect DIR [--out DIR]
-    python bench/gpu_check.py integrity [--out DIR]
+    python bench/gpu_check.py integrity [--jobs 4] [--out DIR]
 
-`integrity` runs every GPU test of the evaluator's integrity checks in one
-go (pytest -m gpu: the exploit cases for the aten allow-list, the reference
-slowed through Python and the dispatcher with their honest twins, cuBLAS
-through ctypes, CUDA C++ through load_inline and its build error, the
-secret probe in cuda mode, and every expert, which must stay `correct`
-under the allow-list and kernel provenance), keeps the verdicts in DIR and
-prints the tables as `collect` does.
+`integrity` runs every GPU check of the evaluator's integrity in one call:
+every exploit case in cuda mode against its expected verdict (the reference
+slowed through Python and through torch.library, 22 and 23, must be
+`flagged` with reference_tampering or gain nothing over their honest twins),
+the secret probe in cuda mode, the honest Triton and CUDA C++ row softmaxes
+(cases 0 and 25) with their speedups, the CUDA C++ build error (25b) and the
+histogram CUDA C++ expert (catalog/histogram/expert_cuda.py). It prints a
+markdown table (case, expected, verdict, flags, speedups, seconds), writes
+integrity.json to $OUT (else --out), and exits 1 unless every row is as
+expected. Cases whose verdict needs no figure run `--jobs` at a time with
+brief timing (QUICK); everything timed for its figures runs alone.
 
 `--timing` passes timing settings to every check (`--arm`, for stability,
 runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
@@ -44,7 +48,12 @@ from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noq
 
 
 def check(
-    task: str, path: Path, mode: str = "cuda", timeout: int = 300, timing: list | None = None
+    task: str,
+    path: Path,
+    mode: str = "cuda",
+    timeout: int = 300,
+    timing: list | None = None,
+    extra: list[str] | None = None,
 ) -> dict:
     started = time.monotonic()
     proc = subprocess.run(
@@ -59,6 +68,7 @@ def check(
             mode,
             "--timeout",
             str(timeout),
+            *(extra or []),
             "--json",
             *(f"--timing={setting}" for setting in timing or []),
             str(path),
@@ -165,23 +175,155 @@ def print_spreads(task: str, arm: str, runs: list) -> None:
         )
 
 
-INTEGRITY_CASES = ("0", "13", "20", "21", "22", "23", "24", "25", "25b")
+# Timing settings for the evaluations whose expected verdict needs no figure:
+# the protocol runs whole (warm-up, timed and audit calls, batch), in brief.
+QUICK = ["max_calls=40", "phases=4", "warmup_calls=1", "warmup_s=0", "budget_s=0.5", "batch_ms=5"]
+# Timed at the production settings, one at a time: their figures are the point
+# (the reference slowed, 22 and 23, is caught by comparing figures).
+FIGURE_CASES = ("0", "22", "23", "25")
+# Expected `incorrect` or `correct` (or a fork bomb, which shares the sandbox uid's process
+# count): alone, so that no other evaluation's GPU work can add a timing flag.
+ALONE_CASES = ("1", "2", "4b", "9", "10", "14", "15", "19e", "19f", "20")
+HISTOGRAM_CUDA = DEFAULT_CATALOG_DIR / "histogram" / "expert_cuda.py"
+PROBE_TEST = (
+    "tests/exploits/test_secret_probe.py::"
+    "test_on_the_gpu_the_probe_finds_no_seed_before_it_is_drawn_and_no_hidden_workload"
+)
 
 
-def integrity(out: Path) -> None:
-    """Every GPU check of the integrity defences, through pytest -m gpu, then their tables."""
-    verdicts = out / "verdicts"
-    test = "tests/exploits/test_exploits_on_gpu.py::test_every_case_gets_its_verdict_on_the_gpu"
-    env = {**os.environ, "D2K_GPU_VERDICTS": str(verdicts)}
-    for args in (
-        ["tests/exploits/test_secret_probe.py"],
-        [f"{test}[{number}]" for number in INTEGRITY_CASES],
-        ["tests/exploits/test_exploits_on_gpu.py", "-k", "every_expert"],
-    ):
-        command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-v", *args]
-        print("$", " ".join(command), flush=True)
-        subprocess.run(command, cwd=ROOT, env=env, check=False)
-    collect(verdicts, out)
+def _case_limit(case) -> int:
+    if "timeout" in case.expected:
+        return 20  # the watchdog catches an endless loop whatever the limit
+    return 480 if case.number in ("25", "25b") else 240
+
+
+def _case_args(case) -> list[str]:
+    return ["--memory-gb", "2"] if case.number == "19d" else []
+
+
+def _row(label: str, expected: tuple[str, ...], v: dict, ok: bool, note: str = "") -> dict:
+    speedups = [w["speedup"] for w in v.get("workloads", []) if w.get("speedup")]
+    return {
+        "case": label,
+        "expected": "/".join(expected),
+        "verdict": v["status"],
+        "flags": sorted({f["check"] for f in v.get("flags", [])}),
+        "speedups": [round(x, 3) for x in speedups],
+        "seconds": round(v["wall"], 1),
+        "ok": ok,
+        "note": note,
+        "message": v.get("message", "")[:300],
+    }
+
+
+def _judge_case(case, v: dict) -> tuple[bool, str]:
+    ok = v["status"] in case.expected
+    checks = {f["check"] for f in v.get("flags", [])}
+    if ok and case.flag and v["status"] == "flagged" and case.flag not in checks:
+        return False, f"flagged, but not by {case.flag}"
+    return ok, ""
+
+
+def integrity(out: Path, jobs: int) -> list[dict]:
+    """Every GPU check of the evaluator's integrity, in one call; a markdown table and JSON.
+
+    Four groups, so that no timed figure shares the GPU: the cases whose
+    verdict needs no figure run `jobs` at a time with QUICK timing (and the
+    secret probe beside them); the cases that must be `incorrect` run alone
+    with QUICK timing; the honest kernels whose speedups are reported, and
+    the reference-slowing cases, run alone at the production settings; a
+    reference-slowing case that is not flagged is compared with its twin.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.exploits.cases import CASES, HONEST_TWINS, TWIN_SPEEDUP_MARGIN
+
+    kernels = ROOT / "tests" / "exploits" / "kernels"
+    rows: list[dict] = []
+
+    def run_case(case, timing: list[str] | None) -> dict:
+        v = check(case.task, kernels / case.file, timeout=_case_limit(case), timing=timing,
+                  extra=_case_args(case))  # fmt: skip
+        ok, note = _judge_case(case, v)
+        row = _row(case.number, case.expected, v, ok, note)
+        print_verdict(case.task, case.file, v)
+        return {**row, "verdict_json": v}
+
+    def probe() -> dict:
+        started = time.monotonic()
+        command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
+                   "-m", "gpu", "-q", PROBE_TEST]  # fmt: skip
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        last = (proc.stdout.strip().splitlines() or [""])[-1]
+        status = "passed" if proc.returncode == 0 else "failed"
+        v = {"status": status, "wall": time.monotonic() - started, "message": last}
+        print(f"secret probe (cuda mode): {v['status']}\n{proc.stdout[-1500:]}", flush=True)
+        return _row("secret probe", ("passed",), v, proc.returncode == 0)
+
+    pooled = [c for c in CASES if c.number not in FIGURE_CASES + ALONE_CASES]
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        futures = [pool.submit(probe)] + [pool.submit(run_case, c, QUICK) for c in pooled]
+        rows += [f.result() for f in futures]
+    for case in CASES:
+        if case.number in ALONE_CASES:
+            rows.append(run_case(case, QUICK))
+            if case.number in HONEST_TWINS:
+                rows.append(_twin(case, kernels, QUICK, None))
+    for case in CASES:
+        if case.number not in FIGURE_CASES:
+            continue
+        row = run_case(case, None)
+        rows.append(row)
+        if case.number in HONEST_TWINS and row["verdict"] != "flagged":
+            # Not caught: it passes only if it gains nothing over its honest twin.
+            rows.append(_twin(case, kernels, None, (row, TWIN_SPEEDUP_MARGIN)))
+    v = check("histogram", HISTOGRAM_CUDA, timeout=480)
+    print_verdict("histogram", "expert_cuda.py", v)
+    rows.append({**_row("histogram CUDA expert", ("correct",), v, v["status"] == "correct"),
+                 "verdict_json": v})  # fmt: skip
+    print_integrity_table(rows)
+    verdicts = {r["case"]: r.pop("verdict_json") for r in rows if "verdict_json" in r}
+    save(out, "integrity", {"rows": rows, "verdicts": verdicts})
+    return rows
+
+
+def _twin(case, kernels: Path, timing: list[str] | None, against) -> dict:
+    """The case's honest twin (cases.HONEST_TWINS): `correct`, and no slower than the trick."""
+    import tempfile
+
+    from tests.exploits.cases import HONEST_TWINS
+
+    trick, honest = HONEST_TWINS[case.number]
+    with tempfile.TemporaryDirectory() as folder:
+        twin = Path(folder) / f"twin-{case.file}"
+        twin.write_text((kernels / case.file).read_text().replace(trick, honest, 1))
+        v = check(case.task, twin, timeout=240, timing=timing)
+    print_verdict(case.task, f"twin of {case.file}", v)
+    ok, note = v["status"] == "correct", ""
+    if ok and against is not None:
+        row, margin = against
+        honest_speedups = {w["name"]: w["speedup"] for w in v["workloads"] if w.get("speedup")}
+        trick_speedups = {
+            w["name"]: w["speedup"] for w in row["verdict_json"]["workloads"] if w.get("speedup")
+        }
+        gains = [name for name, x in trick_speedups.items()
+                 if name in honest_speedups and x > honest_speedups[name] * margin]  # fmt: skip
+        if gains:
+            row["ok"], row["note"] = False, f"faster than its honest twin on {', '.join(gains)}"
+    return {**_row(f"{case.number} twin", ("correct",), v, ok, note), "verdict_json": v}
+
+
+def print_integrity_table(rows: list[dict]) -> None:
+    print("\n| case | expected | verdict | flags | speedups | seconds | ok |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        speedups = ", ".join(f"×{x:.2f}" for x in r["speedups"]) or "—"
+        ok = "yes" if r["ok"] else f"**NO** {r['note']}".strip()
+        flags = ", ".join(r["flags"]) or "—"
+        print(f"| {r['case']} | {r['expected']} | {r['verdict']} | {flags} | {speedups} "
+              f"| {r['seconds']:.0f} | {ok} |")  # fmt: skip
+    bad = [r["case"] for r in rows if not r["ok"]]
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} as expected" + (f"; not: {bad}" if bad else ""))
 
 
 def main() -> None:
@@ -194,6 +336,9 @@ def main() -> None:
     parser.add_argument("--tasks")
     parser.add_argument("--cases", help="comma-separated exploit case numbers")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--jobs", type=int, default=4, help="integrity: evaluations at once that need no figure"
+    )
     parser.add_argument(
         "--timing", action="append", default=[], help="KEY=VALUE, passed to every check"
     )
@@ -212,8 +357,13 @@ def main() -> None:
         collect(Path(args.items[0]), args.out)
         return
     if args.what == "integrity":
-        integrity(args.out)
-        return
+        out = Path(os.environ.get("OUT") or args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        ceil = subprocess.run([sys.executable, "-m", "evaluator", "ceilings"], cwd=ROOT,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        print(ceil.stdout or ceil.stderr, flush=True)
+        rows = integrity(out, args.jobs)
+        sys.exit(0 if all(r["ok"] for r in rows) else 1)
     subprocess.run(
         [
             "nvidia-smi",

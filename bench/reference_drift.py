@@ -32,9 +32,6 @@ that bare protocol, joined by "+" (for example `history+poison`):
     batch        first run a back-to-back batch of the expert (about 60 ms,
                  every output kept alive), as the evaluator does after each
                  workload's timing
-    clean        the flush reads its buffer instead of writing it, so the L2
-                 holds clean lines when a call starts, not dirty ones the call
-                 must write back (timing setting flush_reads=1)
     reflush      every 25 calls, a new flush buffer (behind a block of 0-2 GiB
                  held meanwhile): does the flush buffer's placement matter?
     repool       every 25 calls, empty the allocator's cache and hold a fresh
@@ -97,7 +94,7 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
     device = torch.device(where)
     ref_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "reference.py"), "reference")
     exp_mod = load_module(str(DEFAULT_CATALOG_DIR / task / "expert.py"), "expert")
-    flusher = timing.L2Flusher(device, reads="clean" in parts)
+    flusher = timing.L2Flusher(device)
     if "cover" in parts:
         flusher.cover_us *= 5
     rng = random.Random()

@@ -24,6 +24,7 @@ import torch
 import torch._dynamo
 
 from evaluator.harness import honesty, timing
+from evaluator.harness.job import Job, TimingSettings
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 
 _perf_counter = time.perf_counter
@@ -111,27 +112,23 @@ def build_error(text: str, lines: int = 8) -> str:
 
 
 class Child:
-    def __init__(self, job: dict, channel: Channel):
+    def __init__(self, job: Job, channel: Channel):
         self.job = job
         self.chan = channel
-        self.mode = job["mode"]
-        # `device` is set only by the protocol test, which runs cuda mode's
-        # message flow on the CPU with CUDA's timing calls faked.
-        self.device = torch.device(job.get("device") or ("cuda" if self.mode == "cuda" else "cpu"))
-        self.out_dir = Path(job["out_dir"])
+        self.mode = job.mode
+        self.device = torch.device(job.device or ("cuda" if self.mode == "cuda" else "cpu"))
+        self.out_dir = Path(job.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.ref = load_module(job["reference"], "d2k_reference")
+        self.ref = load_module(job.reference, "d2k_reference")
         # What the submission is timed against: the task's baseline.py where it
         # has one (inputs still come from reference.py), else the reference.
-        self.base = (
-            load_module(job["baseline"], "d2k_baseline") if job.get("baseline") else self.ref
-        )
+        self.base = load_module(job.baseline, "d2k_baseline") if job.baseline else self.ref
         # A clean run times the baseline alone, in a process that never
         # imports the submission (orchestrate: reference_tampering).
-        self.clean = bool(job.get("clean"))
+        self.clean = job.clean
         # A profiling pass (counters.py) makes one untimed call of each timed
         # workload, under ncu, and no other.
-        self.profile = bool(job.get("profile"))
+        self.profile = job.profile
         self._model_seeds: dict[str, int] = {}
         self.guard = honesty.PatchGuard()
         self.threads = honesty.live_python_threads()
@@ -162,7 +159,7 @@ class Child:
     # -- phases -------------------------------------------------------------
     def load_submission(self) -> bool:
         try:
-            self.sub = load_module(self.job["submission"], "submission")
+            self.sub = load_module(self.job.submission, "submission")
         except BaseException as exc:
             self.chan.send("error", kind=classify(exc), phase="import", message=_describe(exc))
             traceback.print_exc()
@@ -181,7 +178,7 @@ class Child:
 
     def correctness(self, workload: dict) -> bool:
         name, params = workload["name"], workload["params"]
-        for index in range(int(self.job["seeds"])):
+        for index in range(self.job.seeds):
             # Each seed is asked for as its call is made: none exists before.
             seed = self.chan.seed(name, "check")
             self._model_seeds.setdefault(name, seed)
@@ -257,7 +254,7 @@ class Child:
             self.chan.send("bad_output", workload=name, message="; ".join(problems))
             return False
         mutated = []
-        if not self.job.get("inplace"):
+        if not self.job.inplace:
             mutated = [
                 i
                 for i, (now, before) in enumerate(zip(inputs, originals, strict=True))
@@ -280,15 +277,13 @@ class Child:
         return True
 
     def time_workload(self, workload: dict, flusher: timing.L2Flusher) -> bool:
-        name, params, cfg = workload["name"], workload["params"], self.job["timing"]
+        name, params, cfg = workload["name"], workload["params"], self.job.timing
         sides = ("ref",) if self.clean else ("ref", "sub")
         audit_prints: list[dict] = []
         try:
             sub, ref, covers = self._phase(workload, cfg, first=True)
-            phases = max(cfg.get("phases", 1), 1)
-            per_phase = -(-cfg["max_calls"] // phases)
+            per_phase = cfg.calls_per_phase
             sub_events, ref_events, prints = [], [], []
-            stamped: dict[str, list[float]] = {"sub": [], "ref": []}
             # Calls whose queueing by the host outlasted their cover.
             host_bound = {"sub": 0, "ref": 0}
             started = _perf_counter()
@@ -307,8 +302,6 @@ class Child:
                         ref_events.append(timing.timed_call(ref, ref_inputs, flusher)[0])
                         del ref_inputs
                         host_bound["ref"] += flusher.queue_us > flusher.cover_us
-                        if flusher.stamps:
-                            stamped["ref"].append(flusher.window_ms())
                         continue
                     seed = self.chan.seed(name, "call")
                     inputs = self.inputs(params, seed)
@@ -316,8 +309,6 @@ class Child:
                     events, out = self._invoke(sub, inputs, flusher=flusher)
                     host_bound["sub"] += flusher.queue_us > flusher.cover_us
                     sub_events.append(events)
-                    if flusher.stamps:
-                        stamped["sub"].append(flusher.window_ms())
                     persisting = flusher.persisting_l2_bytes()
                     if persisting and not self.l2_reported:
                         self.l2_reported = True
@@ -342,15 +333,12 @@ class Child:
                 # Whether an audit follows this call is the parent's secret until now.
                 if not self.clean and self.chan.ask("audit", workload=name, call=call)["audit"]:
                     audit_prints.append(self._audit_call(sub, name, params, flusher, covers["sub"]))
-                if call >= cfg["max_calls"]:
+                if call >= cfg.max_calls:
                     break
-                # Stops come only at the end of a phase, so every phase weighs the same.
-                boundary = call % per_phase == 0 if phases > 1 else call % 5 == 0
-                if not boundary:
-                    continue
-                if _perf_counter() - started > cfg["budget_s"]:
-                    break
-                if call >= cfg["min_calls"] and self._stable(sub_events, ref_events, cfg):
+                # The budget ends timing only at the end of a phase, so every
+                # phase weighs the same.
+                boundary = call % per_phase == 0 if cfg.phases > 1 else call % 5 == 0
+                if boundary and _perf_counter() - started > cfg.budget_s:
                     break
             sub_ms = [timing.elapsed_ms(a, b) for a, b in sub_events]
             ref_ms = [timing.elapsed_ms(a, b) for a, b in ref_events]
@@ -387,11 +375,6 @@ class Child:
             cover=flusher.describe(),
             cover_us=covers,
             host_bound=host_bound,
-            **(
-                {"sub_stamp_ms": stamped["sub"], "ref_stamp_ms": stamped["ref"]}
-                if flusher.stamps
-                else {}
-            ),
         )
         return True
 
@@ -418,7 +401,7 @@ class Child:
         self.chan.send("profiled", workload=name)
         return True
 
-    def _phase(self, workload: dict, cfg: dict, *, first: bool) -> tuple:
+    def _phase(self, workload: dict, cfg: TimingSettings, *, first: bool) -> tuple:
         """A timing phase's start: the allocator's cache released, new models, a warm-up.
 
         Returns the models and each one's launch cover (µs), sized to how long
@@ -436,10 +419,10 @@ class Child:
         # (their host time is the cold start); these are plain warm-ups,
         # kept up long enough for the GPU to leave its idle clocks.
         queue_us: dict[str, list[float]] = {"sub": [], "ref": []}
-        warmup_s = cfg["warmup_s"] if first else 0.0
+        warmup_s = cfg.warmup_s if first else 0.0
         warm_seeds = {who: self.chan.seed(name, "warm") for who in ("ref", "sub")}
         warm_started, warm_calls = _perf_counter(), 0
-        while warm_calls < cfg["warmup_calls"] or (_perf_counter() - warm_started < warmup_s):
+        while warm_calls < cfg.warmup_calls or (_perf_counter() - warm_started < warmup_s):
             warm_calls += 1
             for who, model in (("ref", ref), ("sub", sub)):
                 if self.clean and who == "sub":
@@ -494,16 +477,7 @@ class Child:
             "kernels": sorted(recorder.kernels),
         }
 
-    @staticmethod
-    def _stable(sub_events, ref_events, cfg) -> bool:
-        """Whether both medians are known to within the target: their ratio is the speedup."""
-        return all(
-            timing.median_ci_halfwidth([timing.elapsed_ms(a, b) for a, b in events])
-            <= cfg["target_median_ci"]
-            for events in (sub_events, ref_events)
-        )
-
-    def _batch(self, name, sub, params, sub_ms, cfg) -> list:
+    def _batch(self, name, sub, params, sub_ms, cfg: TimingSettings) -> list:
         """Back-to-back calls timed by events here and by the parent's clock outside.
 
         The parent compares its own wall time between `batch_begin` and
@@ -511,12 +485,12 @@ class Child:
         or a patched timer, makes the two disagree.
         """
         median = max(sorted(sub_ms)[len(sub_ms) // 2], 1e-3)
-        calls = int(min(max(cfg["batch_ms"] / median, 5), 200))
+        calls = int(min(max(cfg.batch_ms / median, 5), 200))
         first = self.inputs(params, self.chan.seed(name, "warm"))
         # Every call has inputs of its own, and they all live at once: cap the
         # count by memory (inputs, and about as much again for outputs).
         per_call = 2 * max(_bytes_of(first), 1)
-        calls = max(2, min(calls, int(cfg["batch_memory_bytes"] // per_call)))
+        calls = max(2, min(calls, int(cfg.batch_memory_bytes // per_call)))
         # One untimed pass first: keeping every output alive makes the caching
         # allocator call cudaMalloc for each one (hundreds of microseconds for
         # large outputs), which would swamp a short kernel on the host clock.
@@ -553,7 +527,6 @@ class Child:
     def run(self) -> None:
         # Calibrated before the submission is imported, so nothing it patches
         # can reach the flush or the launch cover.
-        cfg = self.job.get("timing", {})
         flusher = None
         mark = None
         if self.profile:
@@ -561,11 +534,7 @@ class Child:
 
             mark = Mark()
         elif self.mode == "cuda":
-            flusher = timing.L2Flusher(
-                self.device,
-                reads=bool(cfg.get("flush_reads")),
-                stamps=bool(cfg.get("window_stamps")),
-            )
+            flusher = timing.L2Flusher(self.device)
         if self.clean:
             self.chan.send("ready")
         elif not self.load_submission():
@@ -603,7 +572,7 @@ def main() -> None:
     channel = Channel(fd, reply_fd)
     channel.send("hello", pid=os.getpid())
     with open(job_path) as fh:
-        job = json.load(fh)
+        job = Job.from_dict(json.load(fh))
     os.unlink(job_path)  # it holds no secret, but the submission has no use for it
     try:
         Child(job, channel).run()

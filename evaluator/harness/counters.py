@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from . import protocol, sandbox
+from .job import Job, PlannedWorkload, TimingSettings
 from .spec import Mode, Status, TaskSpec, WorkloadResult, WorkloadRole
 
 # What ncu reads, per kernel. DRAM bytes are what crossed the memory
@@ -378,7 +379,7 @@ def _profiling_pass(
 ) -> str:
     """Run the child under ncu in the sandbox; ncu's CSV, or CountersError with the note."""
     entries = [
-        {"name": w.name, "params": w.params, "timed": True, "hidden": False}
+        PlannedWorkload(name=w.name, params=w.params, timed=True, hidden=False)
         for w in task.workloads
         if w.name in names
     ]
@@ -392,18 +393,17 @@ def _profiling_pass(
         public_dir.chmod(0o755)
         (workdir / "submission.py").write_text(source)
         seen = sandbox.layout(workdir, public_dir.resolve())
-        job = {
-            "mode": str(Mode.CUDA),
-            "reference": f"{seen.task}/reference.py",
-            "baseline": "",
-            "submission": f"{seen.work}/submission.py",
-            "profile": True,
-            "out_dir": f"{seen.work}/out",
-            "inplace": task.inplace,
-            "seeds": task.seeds,
-            "timing": {},
-        }
-        (workdir / "job.json").write_text(json.dumps(job))
+        job = Job(
+            mode=str(Mode.CUDA),
+            reference=f"{seen.task}/reference.py",
+            submission=f"{seen.work}/submission.py",
+            profile=True,
+            out_dir=f"{seen.work}/out",
+            inplace=task.inplace,
+            seeds=task.seeds,
+            timing=TimingSettings(),
+        )
+        (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
         run = sandbox.run_child(
             python_args=["-s", "-c", _BOOTSTRAP, f"{seen.work}/job.json", "{fd}", "{reply_fd}"],
             workdir=workdir,

@@ -18,10 +18,7 @@ Where that kernel reads the call's inputs, the audit calls catch it
 The kernel is PTX, loaded through the CUDA driver that torch already has
 loaded (ctypes, no compiler), and launched on the caller's stream. Where that
 fails, `Cover.load` returns None and the caller falls back to the one-thread
-sleep, and says so in the verdict. Two variants of the PTX, for the timing
-settings: `reading` flushes by reads, `stamping` writes the global timer as
-the cover releases the GPU (with `EndStamp` after the call: a stamped window
-that what a side stream starts as the cover retires cannot escape).
+sleep, and says so in the verdict.
 """
 
 from __future__ import annotations
@@ -117,85 +114,6 @@ DONE:
 }
 """
 
-_STORE = "    st.global.v4.b32 [%rd9], {%r5, %r5, %r5, %r5};\n"
-_LOADS = (
-    "    ld.global.v4.b32 {%r6, %r7, %r8, %r9}, [%rd9];\n"
-    "    xor.b32 %r5, %r5, %r6;\n"
-    "    xor.b32 %r5, %r5, %r7;\n"
-    "    xor.b32 %r5, %r5, %r8;\n"
-    "    xor.b32 %r5, %r5, %r9;\n"
-)
-# Uses the loaded values (a store that never happens in practice), so that
-# the compiler keeps the loads.
-_CONSUME = "SPIN:\n    setp.eq.u32 %p1, %r5, 0x5eed5eed;\n    @%p1 st.global.u32 [%rd2], %r5;\n"
-
-
-def reading(ptx: str = PTX) -> str:
-    """The cover with a flush that reads the buffer instead of writing it.
-
-    A written flush leaves the L2 full of dirty lines, which the timed call
-    then pays to write back to memory as it evicts them; a read flush leaves
-    clean lines, so a call is charged for its own traffic only.
-    """
-    swaps = [(".reg .b32 %r<6>;", ".reg .b32 %r<10>;"), (_STORE, _LOADS), ("SPIN:\n", _CONSUME)]
-    return _swap(ptx, swaps)
-
-
-_STAMP_PARAM = ("    .param .u64 target\n)", "    .param .u64 target,\n    .param .u64 stamp\n)")
-_STAMP_REGS = (
-    ".reg .b64 %rd<18>;\n",
-    ".reg .b64 %rd<18>;\n    .reg .pred %qp<1>;\n    .reg .b32 %qr<1>;\n    .reg .b64 %qd<2>;\n",
-)
-_STAMP_EXIT = (
-    "DONE:\n    barrier.sync 0;\n    ret;",
-    "DONE:\n    barrier.sync 0;\n"
-    "    or.b32 %qr0, %r1, %r2;\n"
-    "    setp.ne.u32 %qp0, %qr0, 0;\n"
-    "    @%qp0 bra END;\n"
-    "    ld.param.u64 %qd0, [stamp];\n"
-    "    mov.u64 %qd1, %globaltimer;\n"
-    "    st.global.u64 [%qd0], %qd1;\n"
-    "END:\n    ret;",
-)
-
-
-def stamping(ptx: str = PTX) -> str:
-    """The cover with one more parameter, `stamp`: where to write the GPU's global timer.
-
-    Block 0's first thread writes it once the blocks are released, which is
-    the earliest moment any other kernel can start: a window that begins
-    there holds whatever a side stream starts as the cover retires (case
-    4b), which the start event, recorded after the cover ends, does not.
-    """
-    return _swap(ptx, [_STAMP_PARAM, _STAMP_REGS, _STAMP_EXIT])
-
-
-# A one-thread kernel that writes the global timer to `slot`: queued after
-# the timed call on its stream, the end of a stamped window.
-STAMP_PTX = r"""
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry d2k_stamp(.param .u64 slot)
-{
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [slot];
-    mov.u64 %rd2, %globaltimer;
-    st.global.u64 [%rd1], %rd2;
-    ret;
-}
-"""
-
-
-def _swap(ptx: str, swaps: list[tuple[str, str]]) -> str:
-    for old, new in swaps:
-        if ptx.count(old) != 1:
-            raise ValueError(f"the cover's PTX has no single {old.strip()!r}")
-        ptx = ptx.replace(old, new)
-    return ptx
-
-
 CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39
 
 
@@ -267,8 +185,8 @@ class Cover:
     def load(cls, device: torch.device, ptx: str = PTX) -> tuple[Cover | None, str]:
         """The cover for `device` (whose context torch made current), or None and why not.
 
-        `ptx` is for experiments (bench/cover_window.py): a variant of `PTX`
-        with the same entry point and parameters first.
+        `ptx` is for experiments: a variant of `PTX` with the same entry
+        point and parameters first.
         """
         try:
             return cls._load(device, ptx), ""
@@ -316,18 +234,8 @@ class Cover:
             counter=torch.zeros(1, dtype=torch.int64, device=device),
         )
 
-    def launch(
-        self,
-        buffer: torch.Tensor,
-        microseconds: float,
-        stream_handle: int,
-        extra: tuple[int, ...] = (),
-    ) -> None:
-        """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU.
-
-        `extra` are further 64-bit parameters, for a variant loaded with its
-        own `ptx`.
-        """
+    def launch(self, buffer: torch.Tensor, microseconds: float, stream_handle: int) -> None:
+        """Queue the cover on the stream: write `buffer` (a multiple of 16 bytes), hold the GPU."""
         self.launches += 1
         values = (
             buffer.data_ptr(),
@@ -335,23 +243,5 @@ class Cover:
             int(microseconds * 1000),
             self.counter.data_ptr(),
             self.launches * self.grid,
-            *extra,
         )
         launch_kernel(self.driver, self.function, self.grid, BLOCK_THREADS, stream_handle, values)
-
-
-@dataclass
-class EndStamp:
-    """The one-thread kernel of `STAMP_PTX`, loaded into the current context."""
-
-    driver: ctypes.CDLL
-    function: ctypes.c_void_p
-
-    @classmethod
-    def load(cls, driver: ctypes.CDLL) -> EndStamp:
-        """Raises CoverError if the driver cannot load it."""
-        return cls(driver, load_function(driver, STAMP_PTX, b"d2k_stamp"))
-
-    def launch(self, slot: int, stream_handle: int) -> None:
-        """Queue it on the stream: the global timer goes to the int64 at address `slot`."""
-        launch_kernel(self.driver, self.function, 1, 1, stream_handle, (slot,))

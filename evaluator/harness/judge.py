@@ -15,6 +15,7 @@ import torch
 
 from . import honesty
 from .compare import Comparison, compare_tensor, dtype_name
+from .job import Plan, PlannedWorkload
 from .protocol import Observed, flag
 from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
 from .timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint, summarize
@@ -36,12 +37,6 @@ LAUNCH_ALLOWANCE_MS = 0.25
 # datasheet's (H200: 4.3-4.7 of 4.8 TB/s, about 800 of 989 TFLOP/s), so the
 # margin leaves room for a kernel that beats the measured peak honestly.
 SOL_FLOOR_MARGIN = 0.75
-# A stamped window opens before the start event (as the cover releases the
-# GPU) and closes before the end event (the stamp kernel precedes it): on the
-# H200 it is 0.35-0.45 µs longer than the events of an honest call. Much
-# shorter means the stamps were written to, not measured.
-STAMP_SHORTFALL_RATIO = 0.98
-STAMP_SHORTFALL_MS = 0.0005
 AUDIT_FAILURE = (
     "the output of an audit call differs from the reference: its inputs were written on the "
     "caller's stream just before the call, so work that did not wait for that stream (a side "
@@ -63,7 +58,14 @@ class _Reference:
 
 
 def judge(
-    task, mode, plan, seen: Observed, workdir: Path, env_info, *, source: str = ""
+    task: TaskSpec,
+    mode: Mode,
+    plan: Plan,
+    seen: Observed,
+    workdir: Path,
+    env_info: dict,
+    *,
+    source: str = "",
 ) -> list[WorkloadResult]:
     """One result per workload the child reported on, in plan order.
 
@@ -76,15 +78,15 @@ def judge(
     by_name = {w.name: w for w in task.workloads}
     own = own_kernel_names(source)
     return [
-        _judge_workload(
-            task, by_name[entry["name"]], entry, plan, seen, reference, workdir, env_info, own
-        )
-        for entry in plan["workloads"]
-        if seen.outputs.get(entry["name"])
+        _judge_workload(task, by_name[entry.name], entry, seen, reference, workdir, env_info, own)
+        for entry in plan.workloads
+        if seen.outputs.get(entry.name)
     ]
 
 
-def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info, own):
+def _judge_workload(
+    task, spec, entry: PlannedWorkload, seen, reference, workdir, env_info, own
+) -> WorkloadResult:
     calls = seen.outputs[spec.name]
     worst_abs = worst_rel = 0.0
     failure = ""
@@ -116,7 +118,7 @@ def _judge_workload(task, spec, entry, plan, seen, reference, workdir, env_info,
     else:
         status = Status.CORRECT
     measurement, extra = None, {}
-    if status is Status.CORRECT and entry["timed"] and spec.name in seen.timings:
+    if status is Status.CORRECT and entry.timed and spec.name in seen.timings:
         measurement, extra, timing_failure = _judge_timing(
             task, spec, entry, seen, reference, own, env_info
         )
@@ -163,7 +165,7 @@ GLUE_KERNEL = re.compile(
 )
 # The harness's own kernels (cover.py, and torch.cuda._sleep where the cover
 # could not be loaded), which run inside an audit call's window.
-HARNESS_KERNELS = ("d2k_cover", "d2k_stamp", "spin_kernel")
+HARNESS_KERNELS = ("d2k_cover", "spin_kernel")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -246,25 +248,10 @@ def _compare_all(got: tuple, expected: tuple, task: TaskSpec):
     return worst
 
 
-def _stamp_problem(stamp_ms: list[float], event_ms: list[float]) -> str:
-    """What is wrong with a series of stamped windows, measured beside `event_ms`; "" if nothing."""
-    if len(stamp_ms) != len(event_ms) or not stamp_ms:
-        return f"{len(stamp_ms)} stamped windows for {len(event_ms)} timed calls"
-    if min(stamp_ms) <= 0:
-        return "a timed call has no stamped window (a stamp was missing or out of order)"
-    stamps, events = summarize(stamp_ms)[0], summarize(event_ms)[0]
-    if stamps < events * STAMP_SHORTFALL_RATIO - STAMP_SHORTFALL_MS:
-        return (
-            f"the stamped windows' median {stamps:.4f} ms is below the CUDA events' "
-            f"{events:.4f} ms, which they contain"
-        )
-    return ""
-
-
-def _times(msg: dict, key: str, *, required: bool = True) -> list[float] | None:
-    """The list of times (ms) under `key`: None unless finite numbers (empty only if allowed)."""
-    values = msg.get(key, None if required else [])
-    if not isinstance(values, list) or (required and not values):
+def _times(msg: dict, key: str) -> list[float] | None:
+    """The non-empty list of times (ms) under `key`: None unless finite numbers."""
+    values = msg.get(key)
+    if not isinstance(values, list) or not values:
         return None
     try:
         times = [float(v) for v in values]
@@ -274,7 +261,7 @@ def _times(msg: dict, key: str, *, required: bool = True) -> list[float] | None:
 
 
 def _malformed_extras(
-    msg: dict, batch: dict | None, outputs: list | None, entry: dict
+    msg: dict, batch: dict | None, outputs: list | None, entry: PlannedWorkload
 ) -> list[str]:
     """The parts of a workload's report, besides its times, the judge cannot read.
 
@@ -282,12 +269,12 @@ def _malformed_extras(
     and a sample seed it issued; the audit calls are the parent's: one report
     each, with the issued seeds in order.
     """
-    audits = entry.get("audits", [])
+    audits = list(entry.audits)
 
     def number(value: object) -> bool:
         return isinstance(value, int | float) and math.isfinite(value) and value >= 0
 
-    issued_samples = set(entry.get("samples", []))
+    issued_samples = set(entry.samples)
 
     def samples(value: object) -> bool:
         return isinstance(value, list) and all(
@@ -305,10 +292,10 @@ def _malformed_extras(
     if not bad:
         # Each sampled call's seed is one the parent issued for a timed call, once.
         called = [item["seed"] for key in ("prints", "batch_prints") for item in msg.get(key, [])]
-        if len(set(called)) != len(called) or not set(called) <= set(entry.get("calls", [])):
+        if len(set(called)) != len(called) or not set(called) <= set(entry.calls):
             bad.append("seeds")
     audited = msg.get("audit_prints", [])
-    if not samples(audited) or [a["seed"] for a in audited] != [a["seed"] for a in audits]:
+    if not samples(audited) or [a["seed"] for a in audited] != audits:
         bad.append("audit_prints")
     bad += [key for key in ("cover_us", "host_bound") if key in msg and not per_side(msg[key])]
     if batch is not None:
@@ -330,36 +317,18 @@ def _covers(msg: dict) -> dict:
     return out
 
 
-def _judge_timing(task, spec, entry, seen, reference, own, env_info):
+def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_info):
     msg = seen.timings[spec.name]
-    stamping = bool(env_info.get("timing_settings", {}).get("window_stamps"))
-    times = {key: _times(msg, key) for key in ("sub_ms", "ref_ms")}
-    if stamping:
-        times |= {key: _times(msg, key, required=False) for key in ("sub_stamp_ms", "ref_stamp_ms")}
-    malformed = sorted(key for key, value in times.items() if value is None)
+    sub_ms, ref_ms = _times(msg, "sub_ms"), _times(msg, "ref_ms")
+    malformed = [key for key, value in (("ref_ms", ref_ms), ("sub_ms", sub_ms)) if value is None]
     malformed += _malformed_extras(
         msg, seen.batches.get(spec.name), seen.outputs.get(spec.name), entry
     )
-    if malformed:
+    if malformed or sub_ms is None or ref_ms is None:
         seen.flags.append(
             flag("result_channel", f"{spec.name}: malformed timing report ({', '.join(malformed)})")
         )
         return None, {}, "the child's timing report for this workload is malformed"
-    sub_ms, ref_ms = times["sub_ms"], times["ref_ms"]
-    if stamping:
-        # The stamped windows are the times; the events stay as their check.
-        sub_stamps, ref_stamps = times["sub_stamp_ms"], times["ref_stamp_ms"]
-        problems = [
-            f"{spec.name}: {who}{problem}"
-            for who, stamps, events in (
-                ("", sub_stamps, sub_ms),
-                ("reference: ", ref_stamps, ref_ms),
-            )
-            if (problem := _stamp_problem(stamps, events))
-        ]
-        seen.flags += [flag("timing_inconsistent", problem) for problem in problems]
-        if not problems:
-            sub_ms, ref_ms = sub_stamps, ref_stamps
     med, iqr, low = summarize(sub_ms)
     ref_med, ref_iqr, _ = summarize(ref_ms)
     batch = seen.batches.get(spec.name)
@@ -384,7 +353,7 @@ def _judge_timing(task, spec, entry, seen, reference, own, env_info):
     sample = rng.sample(prints, min(SAMPLED_TIMED_CALLS, len(prints)))
     sample += rng.sample(batch_prints, min(SAMPLED_BATCH_CALLS, len(batch_prints)))
     for item in sample:
-        expected = reference.outputs(spec.params, int(item["seed"]), entry["model_seed"])
+        expected = reference.outputs(spec.params, int(item["seed"]), entry.model_seed)
         if not _fingerprint_matches(item["fp"], expected, int(item["sample_seed"]), task):
             return (
                 measurement,
@@ -398,7 +367,7 @@ def _judge_timing(task, spec, entry, seen, reference, own, env_info):
     for item in msg.get("audit_prints", []):
         _judge_ops(task, spec, list(item.get("ops", [])), seen)
         _judge_kernels(spec, list(item.get("kernels", [])), own, seen)
-        expected = reference.outputs(spec.params, int(item["seed"]), entry["model_seed"])
+        expected = reference.outputs(spec.params, int(item["seed"]), entry.model_seed)
         sample_seed = int(item["sample_seed"])
         if not _fingerprint_matches(item["fp"], expected, sample_seed, task, AUDIT_SAMPLES):
             return measurement, {}, AUDIT_FAILURE

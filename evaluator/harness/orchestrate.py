@@ -13,17 +13,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import secrets
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import counters, environment, honesty, package, protocol, redact, sandbox
+from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import judge
 from .protocol import Observed
 from .spec import (
@@ -36,56 +37,20 @@ from .spec import (
 )
 
 LOG_LIMIT = 32_000
-TIMING = {
-    "warmup_calls": 3,
-    "warmup_s": 0.1,
-    # Every phase, unless the time budget runs out first (checked at the end
-    # of each phase, whatever the count).
-    "min_calls": 400,
-    "max_calls": 400,
-    "budget_s": 1.5,
-    "target_median_ci": 0.0025,
-    "batch_ms": 60.0,
-    "batch_memory_bytes": 8 * 1024**3,
-    # 1: the flush reads its buffer (leaves clean L2 lines), 0: it writes it.
-    "flush_reads": 0,
-    # 1: a call's time is its stamped window (from the cover's release to a
-    # stamp after the call), not its CUDA events; 0: the events.
-    "window_stamps": 0,
-    # Timing phases a workload's calls are split into (up to max_calls /
-    # phases calls each), each with new models and a warm-up of its own:
-    # a phase draws a state that moves a short call by about 1 µs, so the
-    # figure pools forty of them (docs/benchmarks.md, series 8 and 9).
-    "phases": 40,
-}
+# The production timing settings (job.TimingSettings' defaults), as a dict for the docs and CLI.
+TIMING: dict[str, float] = dataclasses.asdict(TimingSettings())
 # Untimed audit calls per timed workload, at secret places among its timed
 # calls: their inputs are written on the caller's stream after the launch
 # cover (Child._audit_call), and every one is checked against the reference.
 AUDIT_CALLS = 4
 
 
-def timing_settings(overrides: dict[str, float] | None = None) -> dict[str, float]:
+def timing_settings(overrides: dict[str, float] | None = None) -> TimingSettings:
     """The timing protocol's settings, with `overrides` (for experiments) checked and applied.
 
-    Raises ValueError naming the problem: an unknown key, a value that is not
-    a finite number >= 0, a switch that is not 0 or 1, no phase, or fewer
-    calls allowed than required.
+    Raises ValueError naming the problem (TimingSettings.with_overrides).
     """
-    settings = dict(TIMING)
-    for key, value in (overrides or {}).items():
-        if key not in TIMING:
-            raise ValueError(f"unknown timing setting {key!r}; known: {', '.join(TIMING)}")
-        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ValueError(f"timing setting {key} must be a finite number >= 0, not {value!r}")
-        settings[key] = type(TIMING[key])(value)
-    for switch in ("flush_reads", "window_stamps"):
-        if settings[switch] not in (0, 1):
-            raise ValueError(f"timing setting {switch} must be 0 or 1")
-    if settings["phases"] < 1:
-        raise ValueError("timing setting phases must be at least 1")
-    if settings["min_calls"] > settings["max_calls"]:
-        raise ValueError("timing setting min_calls is above max_calls")
-    return settings
+    return TimingSettings().with_overrides(overrides)
 
 
 def evaluate(
@@ -97,7 +62,7 @@ def evaluate(
     memory_bytes: int | None = None,
     keep_workdir: bool = False,
     timing: dict[str, float] | None = None,
-    plan_sink: list[dict[str, Any]] | None = None,
+    plan_sink: list[Plan] | None = None,
     read_counters: bool = True,
 ) -> Verdict:
     """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued.
@@ -128,7 +93,7 @@ def evaluate(
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()
-        env_info["timing_settings"] = settings
+        env_info["timing_settings"] = dataclasses.asdict(settings)
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
@@ -136,7 +101,12 @@ def evaluate(
     try:
         _public_package(task, public_dir)
         log_path = workdir / "child.log"
-        dealer = _dealer(task, workloads, mode, settings, on_hidden=lambda: _size(log_path))
+        dealer = dealer_for(
+            task,
+            planned_workloads(workloads, mode),
+            settings,
+            on_hidden=lambda: _size(log_path),
+        )
         monitor = environment.GpuMonitor()
         with monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(
@@ -166,7 +136,7 @@ def evaluate(
             clean = _clean_reference_times(
                 task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
             )
-            env_info["clean_reference"] = clean
+            env_info["clean_reference"] = dataclasses.asdict(clean)
             seen.flags += reference_tampering(results, clean)
             results = with_clean_reference(results, clean)
     finally:
@@ -269,32 +239,64 @@ def _decide(
     return Status.CORRECT, f"correct on all {len(results)} workloads"
 
 
-def _dealer(
+def planned_workloads(
+    workloads: tuple[WorkloadSpec, ...], mode: Mode
+) -> tuple[PlannedWorkload, ...]:
+    """The plan's workloads before any seed is issued: timed in cuda mode if their role is."""
+    return tuple(
+        PlannedWorkload(
+            name=w.name,
+            params=w.params,
+            timed=mode is Mode.CUDA and w.role == "timed",
+            hidden=w.hidden,
+        )
+        for w in workloads
+    )
+
+
+def dealer_for(
     task: TaskSpec,
-    workloads: tuple[WorkloadSpec, ...],
-    mode: Mode,
-    settings: dict,
+    workloads: tuple[PlannedWorkload, ...],
+    settings: TimingSettings,
     *,
     clean: bool = False,
-    on_hidden=None,
+    on_hidden: Callable[[], Any] | None = None,
 ) -> protocol.Dealer:
     """The evaluation's plan, held by the parent: the child learns each part when it is due."""
-    entries: list[dict[str, Any]] = [
-        {
-            "name": w.name,
-            "params": w.params,
-            "timed": mode is Mode.CUDA and w.role == "timed",
-            "hidden": w.hidden,
-        }
-        for w in workloads
-    ]
     audits: dict[str, list[int]] = {
-        str(entry["name"]): audit_places(int(settings["max_calls"]))
-        for entry in entries
-        if entry["timed"] and not clean
+        w.name: audit_places(settings.max_calls) for w in workloads if w.timed and not clean
     }
     return protocol.Dealer(
-        entries, seeds=task.seeds, audits=audits, clean=clean, on_hidden=on_hidden
+        workloads, seeds=task.seeds, audits=audits, clean=clean, on_hidden=on_hidden
+    )
+
+
+def child_job(
+    *,
+    task: TaskSpec,
+    mode: Mode,
+    settings: TimingSettings,
+    task_dir: str,
+    out_dir: str,
+    submission: str = "",
+    baseline: str = "",
+    device: str = "",
+) -> Job:
+    """The child's job: no seed and no workload (it asks for each when due).
+
+    A clean run's job names no submission. The orchestrator and the protocol
+    tests build the child's job here, and only here.
+    """
+    return Job(
+        mode=str(mode),
+        reference=f"{task_dir}/reference.py",
+        baseline=baseline,
+        submission=submission,
+        out_dir=out_dir,
+        inplace=task.inplace,
+        seeds=task.seeds,
+        timing=settings,
+        device=device,
     )
 
 
@@ -325,36 +327,33 @@ def _size(path: Path) -> int:
 
 
 def _run_child(
-    task,
-    source,
-    mode,
-    dealer,
-    settings,
-    workdir,
-    public_dir,
-    timeout_s,
-    memory_bytes,
+    task: TaskSpec,
+    source: str,
+    mode: Mode,
+    dealer: protocol.Dealer,
+    settings: TimingSettings,
+    workdir: Path,
+    public_dir: Path,
+    timeout_s: float,
+    memory_bytes: int | None,
     *,
     clean: bool = False,
     log_name: str = "child.log",
-):
+) -> sandbox.ChildRun:
     if not clean:
         (workdir / "submission.py").write_text(source)
     task_dir = public_dir.resolve()
     seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
-    # No seed and no workload: the child asks for each when it is due (Dealer).
-    job = {
-        "mode": str(mode),
-        "reference": f"{seen.task}/reference.py",
-        "baseline": f"{seen.task}/baseline.py" if (task_dir / "baseline.py").is_file() else "",
-        "submission": "" if clean else f"{seen.work}/submission.py",
-        "clean": clean,
-        "out_dir": f"{seen.work}/out",
-        "inplace": task.inplace,
-        "seeds": task.seeds,
-        "timing": settings,
-    }
-    (workdir / "job.json").write_text(json.dumps(job))
+    job = child_job(
+        task=task,
+        mode=mode,
+        settings=settings,
+        task_dir=seen.task,
+        out_dir=f"{seen.work}/out",
+        submission="" if clean else f"{seen.work}/submission.py",
+        baseline=f"{seen.task}/baseline.py" if (task_dir / "baseline.py").is_file() else "",
+    )
+    (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
     env = {
         # The interpreter's own bin folder holds ninja where pip installed it;
         # load_inline needs it, and nvcc, on the PATH.
@@ -403,23 +402,28 @@ TAMPERING_MS = 0.002
 
 
 def _clean_reference_times(
-    task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
-) -> dict[str, Any]:
+    task: TaskSpec,
+    mode: Mode,
+    settings: TimingSettings,
+    workdir: Path,
+    public_dir: Path,
+    timeout_s: float,
+    memory_bytes: int | None,
+) -> CleanReference:
     """The baseline's medians timed in a sandboxed process that never imports the submission.
 
     Same protocol (flush, covers, phases) with the submission's side left
     out: nothing a submission does at import or in its calls (patching
     torch.softmax, overriding aten::_softmax through torch.library) reaches it.
     """
-    timed = tuple(w for w in task.workloads_for(mode) if w.role == "timed")
-    dealer = _dealer(task, timed, mode, settings, clean=True)
+    timed = planned_workloads(tuple(w for w in task.workloads_for(mode) if w.role == "timed"), mode)
+    dealer = dealer_for(task, timed, settings, clean=True)
     (workdir / "out").mkdir(exist_ok=True)
     run = _run_child(
         task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
         clean=True, log_name="clean.log",
     )  # fmt: skip
-    plan = {**dealer.record(), "clean": True}
-    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    seen = protocol.collect(run.messages, dealer.record(), run.bad_messages)
     medians: dict[str, float] = {}
     for name, msg in seen.timings.items():
         times = msg.get("ref_ms")
@@ -428,13 +432,13 @@ def _clean_reference_times(
     problem = "" if seen.done and not seen.flags else (
         f"the clean run did not finish: {seen.error or seen.flags or run.returncode}"
     )  # fmt: skip
-    return {"ref_median_ms": medians, "problem": problem[:500]}
+    return CleanReference(ref_median_ms=medians, problem=problem[:500])
 
 
-def reference_tampering(results: list[WorkloadResult], clean: dict[str, Any]) -> list[dict]:
+def reference_tampering(results: list[WorkloadResult], clean: CleanReference) -> list[dict]:
     """Flags for workloads whose in-process baseline ran slower than in the clean process."""
     flags = []
-    medians = clean.get("ref_median_ms", {})
+    medians = clean.ref_median_ms
     for result in results:
         m = result.measurement
         if m is None or result.name not in medians:
@@ -452,10 +456,10 @@ def reference_tampering(results: list[WorkloadResult], clean: dict[str, Any]) ->
 
 
 def with_clean_reference(
-    results: list[WorkloadResult], clean: dict[str, Any]
+    results: list[WorkloadResult], clean: CleanReference
 ) -> list[WorkloadResult]:
     """Each timed result with the clean process's reference median beside its own."""
-    medians = clean.get("ref_median_ms", {})
+    medians = clean.ref_median_ms
     out = []
     for result in results:
         m = result.measurement

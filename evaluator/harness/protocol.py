@@ -10,11 +10,14 @@ reader thread give the wall time of the timing batches.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .job import Plan, PlannedWorkload
 
 # Sent by the child's own checks: allowed between any two protocol messages.
 INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped", "kernels"}
@@ -49,7 +52,7 @@ PROFILE_PURPOSES = frozenset({"model", "warm", "call"})
 
 
 def steps_of(
-    workloads: list[dict[str, Any]], *, clean: bool = False, profile: bool = False
+    workloads: Sequence[PlannedWorkload], *, clean: bool = False, profile: bool = False
 ) -> list[tuple[str, str]]:
     """The evaluation's steps, (kind, workload): "check" (correctness), "time" or "profile".
 
@@ -60,12 +63,12 @@ def steps_of(
     pass (counters.py) makes one untimed call of each timed workload.
     """
     if profile:
-        return [("profile", w["name"]) for w in workloads if w["timed"]]
-    timed = [("time", w["name"]) for w in workloads if w["timed"]]
+        return [("profile", w.name) for w in workloads if w.timed]
+    timed = [("time", w.name) for w in workloads if w.timed]
     if clean:
         return timed
-    public = [("check", w["name"]) for w in workloads if not w["hidden"]]
-    hidden = [("check", w["name"]) for w in workloads if w["hidden"]]
+    public = [("check", w.name) for w in workloads if not w.hidden]
+    hidden = [("check", w.name) for w in workloads if w.hidden]
     return [*public, *timed, *hidden]
 
 
@@ -83,7 +86,7 @@ class Dealer:
 
     def __init__(
         self,
-        workloads: list[dict[str, Any]],
+        workloads: Sequence[PlannedWorkload],
         *,
         seeds: int,
         audits: dict[str, list[int]] | None = None,
@@ -91,8 +94,9 @@ class Dealer:
         profile: bool = False,
         on_hidden: Callable[[], Any] | None = None,
     ):
-        self._workloads = {w["name"]: w for w in workloads}
+        self._workloads = {w.name: w for w in workloads}
         self._steps = steps_of(workloads, clean=clean, profile=profile)
+        self._clean = clean
         self._position = 0
         self._seeds = seeds
         # Secret: the timed calls after which an audit call is made.
@@ -101,7 +105,7 @@ class Dealer:
         self._on_hidden = on_hidden
         self.hidden_mark: Any = None
         self.current: tuple[str, str] | None = None
-        self.issued: dict[str, dict[str, list[int]]] = {w["name"]: {} for w in workloads}
+        self.issued: dict[str, dict[str, list[int]]] = {w.name: {} for w in workloads}
         self.problems: list[str] = []
         # (host monotonic clock, seed) of every seed, as it was drawn.
         self.issued_at: list[tuple[float, int]] = []
@@ -148,56 +152,51 @@ class Dealer:
         self._position += 1
         self.current = (kind, name)
         workload = self._workloads[name]
-        if workload["hidden"] and self.hidden_mark is None and self._on_hidden is not None:
+        if workload.hidden and self.hidden_mark is None and self._on_hidden is not None:
             self.hidden_mark = self._on_hidden()
-        return {"step": kind, "workload": {"name": name, "params": workload["params"]}}
+        return {"step": kind, "workload": {"name": name, "params": workload.params}}
 
     def _refuse(self, problem: str) -> dict[str, Any]:
         self.problems.append(problem)
         return {"error": problem}
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> Plan:
         """What was issued, per workload in step order, as `collect` and the judge read it."""
         order = list(dict.fromkeys(name for _, name in self._steps))
         workloads = []
         for name in order:
             issued = self.issued[name]
             workloads.append(
-                {
-                    **self._workloads[name],
-                    "seeds": list(issued.get("check", [])),
-                    "model_seed": (issued.get("check") or issued.get("model") or [0])[0],
-                    "calls": list(issued.get("call", [])),
-                    "samples": list(issued.get("sample", [])),
-                    "audits": [{"seed": seed} for seed in issued.get("audit", [])],
-                }
+                dataclasses.replace(
+                    self._workloads[name],
+                    seeds=tuple(issued.get("check", [])),
+                    model_seed=(issued.get("check") or issued.get("model") or [0])[0],
+                    calls=tuple(issued.get("call", [])),
+                    samples=tuple(issued.get("sample", [])),
+                    audits=tuple(issued.get("audit", [])),
+                )
             )
-        return {
-            "workloads": workloads,
-            "steps": list(self._steps),
-            "seeds": self._seeds,
-            "issued_at": list(self.issued_at),
-        }
+        return Plan(
+            workloads=tuple(workloads),
+            steps=tuple(self._steps),
+            seeds=self._seeds,
+            issued_at=tuple(self.issued_at),
+            clean=self._clean,
+        )
 
 
-def expected_sequence(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
+def expected_sequence(plan: Plan) -> list[tuple[str, str, str]]:
     """(event, workload, tag) in the order an honest child sends them."""
     steps: list[tuple[str, str, str]] = [("hello", "", ""), ("ready", "", "")]
-    by_name = {w["name"]: w for w in plan["workloads"]}
-    order = plan.get("steps") or [
-        *(("check", w["name"]) for w in plan["workloads"]),
-        *(("time", w["name"]) for w in plan["workloads"] if w["timed"]),
-    ]
-    for kind, name in order:
+    for kind, name in plan.steps:
         if kind == "check":
-            count = plan.get("seeds", len(by_name[name]["seeds"]))
-            for index in range(count):
+            for index in range(plan.seeds):
                 steps.append(("output", name, str(index)))
                 if index == 0:
                     steps.append(("output", name, "0r"))
         elif kind == "profile":
             steps.append(("profiled", name, ""))
-        elif plan.get("clean"):
+        elif plan.clean:
             steps.append(("timing", name, ""))
         else:
             steps += [("batch_begin", name, ""), ("batch_end", name, ""), ("timing", name, "")]
@@ -205,12 +204,10 @@ def expected_sequence(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
     return steps
 
 
-def collect(
-    messages: list[tuple[float, dict]], plan: dict[str, Any], bad_messages: int = 0
-) -> Observed:
+def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 0) -> Observed:
     seen = Observed()
     steps = expected_sequence(plan)
-    seeds = {w["name"]: w["seeds"] for w in plan["workloads"]}
+    seeds = {w.name: w.seeds for w in plan.workloads}
     position = 0
     batch_begin: float | None = None
     finished = False
@@ -276,7 +273,7 @@ def timing_windows(messages: list[tuple[float, dict]]) -> dict[str, tuple[float,
     return windows
 
 
-def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, list[int]]) -> str:
+def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int, ...]]) -> str:
     event, name, tag = want
     got = str(msg.get("event"))
     if got != event:

@@ -7,6 +7,7 @@ stores. Both serialise to plain JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -168,6 +169,27 @@ class Measurement:
     def speedup(self) -> float:
         return self.baseline_ms / self.median_ms if self.median_ms > 0 else 0.0
 
+    @classmethod
+    def from_dict(cls, data: Any) -> Measurement | None:
+        """A workload's `timing` as the verdict JSON has it; None if it is not a whole one."""
+        if not isinstance(data, dict):
+            return None
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            if name not in known or value is None:
+                continue
+            if name.endswith("_deciles"):
+                if not isinstance(value, list | tuple) or not all(map(_is_number, value)):
+                    return None
+                values[name] = tuple(float(v) for v in value)
+            elif _is_number(value):
+                values[name] = int(value) if name.endswith("calls") else float(value)
+            else:
+                return None
+        required = {n for n, f in known.items() if f.default is dataclasses.MISSING}
+        return cls(**values) if required <= set(values) else None
+
 
 @dataclass(frozen=True)
 class WorkloadResult:
@@ -185,6 +207,35 @@ class WorkloadResult:
     # Hardware counters of one untimed call (counters.py), for timed workloads
     # of a correct cuda-mode verdict; None where none were read.
     counters: dict[str, Any] | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        return self.measurement.speedup if self.measurement else None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> WorkloadResult:
+        """One workload of the verdict JSON (`to_dict`). Raises ValueError if it is not one."""
+        if not isinstance(data, dict) or not data.get("name"):
+            raise ValueError("a workload has no name")
+        try:
+            status = Status(str(data.get("status")))
+        except ValueError:
+            raise ValueError(
+                f"workload {data['name']!r} has an unknown status {data.get('status')!r}"
+            ) from None
+        return cls(
+            name=str(data["name"]),
+            role=_role(data.get("role")),
+            hidden=bool(data.get("hidden", False)),
+            status=status,
+            message=str(data.get("message") or ""),
+            max_abs_err=_number_or_none(data.get("max_abs_err")),
+            rel_err=_number_or_none(data.get("rel_err")),
+            measurement=Measurement.from_dict(data.get("timing")),
+            achieved_tflops=_number_or_none(data.get("achieved_tflops")),
+            achieved_tbps=_number_or_none(data.get("achieved_tbps")),
+            sol_fraction=_number_or_none(data.get("sol_fraction")),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -231,6 +282,68 @@ class Verdict:
             "task_hash": self.task_hash,
             "public_log": self.public_log,
         }
+
+
+def verdict_from_dict(data: Any) -> Verdict:
+    """The verdict JSON that `python -m evaluator check --json` prints, read back.
+
+    Raises ValueError naming what is wrong: not an object, an unknown status,
+    no workload list, a workload without a name or with an unknown status, a
+    workload named twice. Numbers stay as printed (non-finite ones included):
+    whoever stores them decides what a NaN becomes.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("the verdict is not a JSON object")
+    try:
+        status = Status(str(data.get("status")))
+    except ValueError:
+        raise ValueError(f"unknown status {data.get('status')!r}") from None
+    raw_workloads = data.get("workloads") or []
+    if not isinstance(raw_workloads, list):
+        raise ValueError("the verdict has no workload list")
+    workloads = []
+    for position, raw in enumerate(raw_workloads):
+        if not isinstance(raw, dict) or not raw.get("name"):
+            raise ValueError(f"workload #{position} has no name")
+        workloads.append(WorkloadResult.from_dict(raw))
+    names = [w.name for w in workloads]
+    if len(names) != len(set(names)):
+        raise ValueError(f"a workload name is repeated: {names}")
+    environment = data.get("environment")
+    return Verdict(
+        status=status,
+        message=str(data.get("message") or ""),
+        flags=tuple(
+            {"check": str(f.get("check", "")), "detail": str(f.get("detail", ""))}
+            for f in data.get("flags") or []
+            if isinstance(f, dict)
+        ),
+        workloads=tuple(workloads),
+        environment=environment if isinstance(environment, dict) else {},
+        log=str(data.get("log") or ""),
+        task=str(data.get("task") or ""),
+        mode=str(data.get("mode") or ""),
+        evaluator_version=str(data.get("evaluator_version") or ""),
+        wall_seconds=_number_or_none(data.get("wall_seconds")) or 0.0,
+        task_hash=str(data.get("task_hash") or ""),
+        public_log=str(data.get("public_log") or ""),
+    )
+
+
+def _role(value: Any) -> WorkloadRole:
+    try:
+        return WorkloadRole(value)
+    except ValueError:
+        # A role this evaluator does not know is kept as printed, for staff to see.
+        return str(value or "")  # type: ignore[return-value]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number_or_none(value: Any) -> float | None:
+    return float(value) if _is_number(value) else None
 
 
 def environment_gpu(environment: Any) -> str:

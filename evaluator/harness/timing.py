@@ -1,6 +1,6 @@
 """Device timing helpers and output fingerprints (used inside the child process).
 
-Protocol (SPEC §6, docs/evaluator.md): every timed call gets freshly generated
+Protocol (docs/evaluator.md, Timing): every timed call gets freshly generated
 inputs, the L2 cache is flushed and persisting L2 lines are reset before it,
 and the call is bracketed by CUDA events on the current stream. Reference and
 submission calls alternate in the same process so clock changes cancel in
@@ -11,14 +11,13 @@ its spread.
 from __future__ import annotations
 
 import ctypes
-import math
 import statistics
 import time
 from collections.abc import Sequence
 
 import torch
 
-from .cover import PTX, Cover, CoverError, EndStamp, reading, stamping
+from .cover import Cover
 
 CUDA_LIMIT_PERSISTING_L2 = 0x06
 
@@ -36,9 +35,7 @@ _synchronize = torch.cuda.synchronize
 _current_stream = torch.cuda.current_stream
 _stream_synchronize = torch.cuda.Stream.synchronize
 _empty_cache = torch.cuda.empty_cache
-_zero = torch.Tensor.zero_
 _copy = torch.Tensor.copy_
-_tolist = torch.Tensor.tolist
 _perf_counter = time.perf_counter
 
 
@@ -107,16 +104,11 @@ class L2Flusher:
 
     Both are one kernel that holds every SM while it runs (cover.py), so that
     no work of the submission's can start on another stream during the cover.
-    With `reads` (timing setting flush_reads=1) the kernel reads the buffer
-    instead, and the call starts on clean lines (docs/evaluator.md). With
-    `stamps` (window_stamps=1) the cover writes the GPU's global timer as it
-    releases the GPU and `mark_end` writes it again after the call: the
-    stamped window (`window_ms`). Where the kernel cannot be loaded, a plain
-    write and a one-thread sleep do the flush and the cover, with no stamps,
-    and `describe()` says so.
+    Where the kernel cannot be loaded, a plain write and a one-thread sleep do
+    the flush and the cover, and `describe()` says so.
     """
 
-    def __init__(self, device: torch.device, *, reads: bool = False, stamps: bool = False):
+    def __init__(self, device: torch.device):
         props = torch.cuda.get_device_properties(device)
         size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 256 * 1024 * 1024)
         self.buffer = torch.zeros(-(-size // 16) * 16, dtype=torch.uint8, device=device)
@@ -124,24 +116,8 @@ class L2Flusher:
         self.cover_us = LAUNCH_COVER_US
         # How long the host took to queue the last timed call after its cover (timed_call).
         self.queue_us = 0.0
-        self.reads = reads
-        ptx = reading() if reads else PTX
-        self.cover, self.cover_problem = Cover.load(device, stamping(ptx) if stamps else ptx)
-        self.end_stamp: EndStamp | None = None
-        self.stamp_problem = ""
-        if stamps and self.cover is not None:
-            try:
-                self.end_stamp = EndStamp.load(self.cover.driver)
-            except CoverError as exc:
-                self.stamp_problem = str(exc)
-                self.cover, self.cover_problem = Cover.load(device, ptx)
-        # [cover released, call done] in global-timer nanoseconds, of the last call.
-        self.slots = torch.zeros(2, dtype=torch.int64, device=device) if self.stamps else None
+        self.cover, self.cover_problem = Cover.load(device)
         self.sleep_cycles = _cycles_for(LAUNCH_COVER_US) if self.cover is None else 0
-
-    @property
-    def stamps(self) -> bool:
-        return self.end_stamp is not None
 
     def flush(self) -> None:
         # The device is idle when the cover is queued. Work queued before it
@@ -151,27 +127,10 @@ class L2Flusher:
         _synchronize()
         self.reset_persisting()
         if self.cover is not None:
-            extra: tuple[int, ...] = ()
-            if self.slots is not None:
-                # Cleared first: a stamp that is not written reads as no window.
-                _zero(self.slots)
-                extra = (self.slots[0].data_ptr(),)
-            self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream, extra)
+            self.cover.launch(self.buffer, self.cover_us, _current_stream().cuda_stream)
             return
         self.buffer.zero_()
         _sleep(int(self.sleep_cycles * self.cover_us / LAUNCH_COVER_US))
-
-    def mark_end(self) -> None:
-        """After the timed call, on its stream: the end of the stamped window, if stamping."""
-        if self.end_stamp is not None and self.slots is not None:
-            self.end_stamp.launch(self.slots[1].data_ptr(), _current_stream().cuda_stream)
-
-    def window_ms(self) -> float:
-        """The last call's stamped window, once its stream is done (-1.0 if a stamp is missing)."""
-        if self.slots is None:
-            raise RuntimeError("this flusher does not stamp its windows")
-        begin, end = _tolist(self.slots)
-        return (end - begin) / 1e6 if begin and end else -1.0
 
     def reset_persisting(self) -> None:
         """Reset lines a submission may have marked persisting with an access policy window.
@@ -185,16 +144,10 @@ class L2Flusher:
     def describe(self) -> dict:
         """Which launch cover ran: for the verdict's environment."""
         if self.cover is not None:
-            described = {**self.cover.describe(), "flush": "reads" if self.reads else "writes"}
+            described = self.cover.describe()
         else:
             described = {"kind": "sleep", "why": self.cover_problem}
-        described |= {
-            "microseconds": self.cover_us,
-            "window": "stamps" if self.stamps else "events",
-        }
-        if self.stamp_problem:
-            described["stamps_why_not"] = self.stamp_problem
-        return described
+        return described | {"microseconds": self.cover_us}
 
     @property
     def resets_persisting_lines(self) -> bool:
@@ -215,10 +168,9 @@ def timed_call(
     """One timed call: flush and cover, then the call between two events on the current stream.
 
     Returns the (start, end) events and the call's output, once the current
-    stream (only) has finished. A stamping flusher's end stamp is queued
-    between the call and the end event; `flusher.window_ms()` reads the window.
-    `flusher.queue_us` is how long the host took from the cover to the end
-    event: past `flusher.cover_us`, the GPU may have waited for the host.
+    stream (only) has finished. `flusher.queue_us` is how long the host took
+    from the cover to the end event: past `flusher.cover_us`, the GPU may
+    have waited for the host.
     `staged` holds (destination, source) tensor pairs copied on the current
     stream after the cover, before the start event: an audit call's inputs,
     which are then written only once the GPU is released (Child._audit_call).
@@ -230,7 +182,6 @@ def timed_call(
         _copy(destination, source)
     record(start)
     out = model(*inputs)
-    flusher.mark_end()
     record(end)
     flusher.queue_us = (_perf_counter() - queued) * 1e6
     stream_synchronize()
@@ -308,27 +259,6 @@ def fingerprint(
         listed = values.double().tolist() if floating else values.to(torch.int64).tolist()
         prints.append({"values": listed, "nonfinite": nonfinite, "numel": flat.numel()})
     return prints
-
-
-def median_ci_halfwidth(times_ms: Sequence[float], z: float = 1.96) -> float:
-    """Half the width of the 95 % confidence interval of the median, relative to the median.
-
-    The interval is distribution-free: it runs between the order statistics of
-    ranks n/2 ∓ z·√n/2, so it holds whatever the shape of the distribution (a
-    bimodal reference whose median could land on either mode has a wide one).
-    Infinite below 8 samples.
-    """
-    ordered = sorted(times_ms)
-    n = len(ordered)
-    if n < 8:
-        return math.inf
-    half = z * math.sqrt(n) / 2
-    low = max(math.floor(n / 2 - half), 1)
-    high = min(math.ceil(1 + n / 2 + half), n)
-    med = statistics.median(ordered)
-    if med <= 0:
-        return math.inf
-    return (ordered[high - 1] - ordered[low - 1]) / (2 * med)
 
 
 def summarize(times_ms: Sequence[float]) -> tuple[float, float, float]:

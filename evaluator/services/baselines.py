@@ -19,10 +19,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from evaluator.harness.spec import environment_gpu
+from evaluator.harness.spec import Verdict, environment_gpu
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
-from evaluator.services.runner import Verdict, WorkerError, _verdict_parse
+from evaluator.services.runner import WorkerError, _verdict_parse
 from submissions.models import Submission
 from task_catalog.models import Task, TaskVersion, Workload
 

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator.harness.spec import Verdict
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
 from evaluator.services.jobs import (
     db_retry,
@@ -25,10 +26,11 @@ from evaluator.services.jobs import (
 )
 from evaluator.services.pools import evaluation_target_hardware
 from evaluator.services.runner import (
-    Verdict,
     WorkerError,
+    json_safe,
     verdict_from_cli,
     worker_error_verdict,
+    workload_rows,
 )
 from submissions.models import Submission
 
@@ -193,15 +195,15 @@ def evaluation_hardware(environment: dict) -> str:
 def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> None:
     """Inside the caller's transaction, with the row locked: the verdict and its results."""
     now = timezone.now()
-    evaluation.status = verdict.status
+    evaluation.status = str(verdict.status)
     evaluation.message = verdict.message
-    evaluation.flags = verdict.flags
-    evaluation.environment = verdict.environment
+    evaluation.flags = [dict(flag) for flag in verdict.flags]
+    evaluation.environment = json_safe(verdict.environment)
     evaluation.hardware = evaluation_hardware(verdict.environment)
     evaluation.log = _log_clip(verdict.log)
     evaluation.public_log = _log_clip(verdict.public_log)
-    evaluation.mode = verdict.mode
-    evaluation.evaluator_version = verdict.evaluator_version
+    evaluation.mode = verdict.mode[:10]
+    evaluation.evaluator_version = verdict.evaluator_version[:32]
     evaluation.finished_at = now
     evaluation.state_changed_at = now
     evaluation.lease_expires_at = None
@@ -213,9 +215,10 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     evaluation.full_clean(exclude=["submission"])
     evaluation.save()
     evaluation.results.all().delete()
-    for result in verdict.workloads:
-        result.evaluation = evaluation
-    WorkloadResult.objects.bulk_create(verdict.workloads)
+    rows = workload_rows(verdict)
+    for row in rows:
+        row.evaluation = evaluation
+    WorkloadResult.objects.bulk_create(rows)
     if run_id := evaluation.submission.run_id:
         transaction.on_commit(lambda: _run_refresh_state(run_id=run_id))
 

@@ -3,8 +3,10 @@
 The worker never imports submitted code, nor torch: it writes the submission's
 pinned task version and the source into a temporary directory and runs
 `python -m evaluator check … --json` as a child process in its own session, then
-parses the one JSON verdict that CLI prints (SPEC §6). Anything that is not a
-verdict is a WorkerError: our fault, never the submitter's.
+parses the one JSON verdict that CLI prints into the harness's own `Verdict`
+(evaluator.harness.spec), the one verdict type. Anything that is not a verdict
+is a WorkerError: our fault, never the submitter's. `workload_rows` turns a
+verdict's workloads into the rows the worker stores.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from evaluator.harness import spec
 from evaluator.harness.proctree import die_with_parent
-from evaluator.models import Evaluation, EvaluationStatus, WorkloadResult
+from evaluator.harness.spec import Status, Verdict
+from evaluator.models import Evaluation, WorkloadResult
 from evaluator.services.worker import work_dir_prefix, work_dir_root
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
@@ -33,10 +37,6 @@ logger = logging.getLogger("evaluator.services")
 
 # Added to (harness timeout x workloads): process start-up, imports, the reference runs.
 SAFETY_MARGIN_S = 120
-VERDICT_STATUSES = frozenset(EvaluationStatus) - {
-    EvaluationStatus.QUEUED,
-    EvaluationStatus.RUNNING,
-}
 # Never handed to the evaluator process: the portal's own secrets and connections.
 _ENV_DROP_PREFIXES = ("D2K_", "DJANGO_")
 _ENV_DROP_WORDS = ("SECRET", "PASSWORD", "TOKEN", "DATABASE_URL", "REDIS_URL", "_KEY")
@@ -49,21 +49,6 @@ class WorkerError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.log = log
-
-
-@dataclass(frozen=True)
-class Verdict:
-    status: str
-    message: str
-    flags: list[dict[str, str]]
-    workloads: list[WorkloadResult]
-    environment: dict[str, Any]
-    log: str
-    public_log: str
-    mode: str
-    evaluator_version: str
-    task: str = ""
-    task_hash: str = ""
 
 
 def evaluation_command(
@@ -204,38 +189,10 @@ def _verdict_parse(stdout: str, *, stderr: str = "") -> Verdict:
     if data is None:
         excerpt = stdout.strip()[:200] or "nothing"
         raise WorkerError(f"the evaluator printed no JSON verdict (got {excerpt!r})", log=stderr)
-    status = data.get("status")
-    if status not in VERDICT_STATUSES:
-        raise WorkerError(f"the evaluator returned an unknown status {status!r}", log=stderr)
-    raw_workloads = data.get("workloads") or []
-    if not isinstance(raw_workloads, list):
-        raise WorkerError("the evaluator's verdict has no workload list", log=stderr)
-    workloads = []
-    for position, raw in enumerate(raw_workloads):
-        if not isinstance(raw, dict) or not raw.get("name"):
-            raise WorkerError(f"the evaluator's workload #{position} has no name", log=stderr)
-        workloads.append(_workload_result(raw, position))
-    names = [w.name for w in workloads]
-    if len(names) != len(set(names)):
-        raise WorkerError(f"the evaluator repeated a workload name: {names}", log=stderr)
-    flags = data.get("flags") or []
-    return Verdict(
-        status=status,
-        message=str(data.get("message") or ""),
-        flags=[
-            {"check": str(f.get("check", "")), "detail": str(f.get("detail", ""))}
-            for f in flags
-            if isinstance(f, dict)
-        ],
-        workloads=workloads,
-        environment=_json_safe(data.get("environment") or {}),
-        log=str(data.get("log") or ""),
-        public_log=str(data.get("public_log") or ""),
-        mode=str(data.get("mode") or "")[:10],
-        evaluator_version=str(data.get("evaluator_version") or "")[:32],
-        task=str(data.get("task") or "")[:100],
-        task_hash=str(data.get("task_hash") or "")[:64],
-    )
+    try:
+        return spec.verdict_from_dict(data)
+    except ValueError as exc:
+        raise WorkerError(f"the evaluator's verdict is not readable: {exc}", log=stderr) from exc
 
 
 def _json_object(stdout: str) -> dict[str, Any] | None:
@@ -260,53 +217,54 @@ def _finite(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON columns reject NaN/Infinity on PostgreSQL: store them as null."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
-def _workload_result(raw: dict[str, Any], position: int) -> WorkloadResult:
-    status = raw.get("status")
-    if status not in VERDICT_STATUSES:
-        raise WorkerError(f"workload {raw['name']!r} has an unknown status {status!r}")
-    timing = raw.get("timing")
-    return WorkloadResult(
-        name=str(raw["name"])[:100],
-        role=str(raw.get("role") or "")[:8],
-        hidden=bool(raw.get("hidden", False)),
-        status=status,
-        message=str(raw.get("message") or ""),
-        max_abs_err=_finite(raw.get("max_abs_err")),
-        rel_err=_finite(raw.get("rel_err")),
-        median_ms=_finite(raw.get("median_ms")),
-        ref_median_ms=_finite(raw.get("ref_median_ms")),
-        speedup=_finite(raw.get("speedup")),
-        achieved_tflops=_finite(raw.get("achieved_tflops")),
-        achieved_tbps=_finite(raw.get("achieved_tbps")),
-        sol_fraction=_finite(raw.get("sol_fraction")),
-        timing=_json_safe(timing) if isinstance(timing, dict) else None,
-        position=position,
-    )
+def workload_rows(verdict: Verdict) -> list[WorkloadResult]:
+    """The verdict's workloads as unsaved rows, in order; non-finite numbers become null."""
+    rows = []
+    for position, result in enumerate(verdict.workloads):
+        m = result.measurement
+        rows.append(
+            WorkloadResult(
+                name=result.name[:100],
+                role=str(result.role)[:8],
+                hidden=result.hidden,
+                status=str(result.status),
+                message=result.message,
+                max_abs_err=_finite(result.max_abs_err),
+                rel_err=_finite(result.rel_err),
+                median_ms=_finite(m.median_ms) if m else None,
+                ref_median_ms=_finite(m.ref_median_ms) if m else None,
+                speedup=_finite(m.speedup) if m else None,
+                achieved_tflops=_finite(result.achieved_tflops),
+                achieved_tbps=_finite(result.achieved_tbps),
+                sol_fraction=_finite(result.sol_fraction),
+                timing=json_safe(asdict(m)) if m else None,
+                position=position,
+            )
+        )
+    return rows
 
 
 def worker_error_verdict(*, evaluation: Evaluation, reason: str, log: str) -> Verdict:
     return Verdict(
-        status=EvaluationStatus.WORKER_ERROR,
+        status=Status.WORKER_ERROR,
         message=(
             f"Worker error after {evaluation.attempts} attempts: {reason}. "
             "This is a fault of the evaluation service, not of the submission."
         ),
-        flags=[],
-        workloads=[],
+        flags=(),
+        workloads=(),
         environment={},
         log=log,
-        public_log="",
-        mode="",
         evaluator_version="",
     )

@@ -28,28 +28,22 @@ class FakeStream:
 
 
 class FakeFlusher:
-    """The flusher's interface; with `stamps`, windows from the host clock."""
+    """The flusher's interface, doing nothing."""
 
     resets_persisting_lines = False
 
-    def __init__(self, device, *, reads: bool = False, stamps: bool = False) -> None:
-        self.reads, self.stamps = reads, stamps
-        self.begin = self.end = 0.0
+    def __init__(self, device) -> None:
+        self.cover_us = 200.0
+        self.queue_us = 0.0
 
     def flush(self) -> None:
-        self.begin = time.perf_counter()
-
-    def mark_end(self) -> None:
-        self.end = time.perf_counter()
-
-    def window_ms(self) -> float:
-        return (self.end - self.begin) * 1e3
+        pass
 
     def persisting_l2_bytes(self) -> int:
         return 0
 
     def describe(self) -> dict:
-        return {"kind": "fake", "window": "stamps" if self.stamps else "events"}
+        return {"kind": "fake"}
 
 
 def install() -> None:

@@ -58,15 +58,13 @@ def _side_work_against(cover) -> tuple[float, float, float]:
     return mark.elapsed_time(start), mark.elapsed_time(side_end), min(alone)
 
 
-@pytest.mark.parametrize("reads", [False, True], ids=["flush-writes", "flush-reads"])
-def test_the_cover_holds_every_sm_of_this_gpu(reads):
+def test_the_cover_holds_every_sm_of_this_gpu():
     from evaluator.harness import timing
 
-    flusher = timing.L2Flusher(torch.device("cuda"), reads=reads)
+    flusher = timing.L2Flusher(torch.device("cuda"))
     assert flusher.cover is not None, flusher.cover_problem
     described = flusher.describe()
     assert described["kind"] == "exclusive", described
-    assert described["flush"] == ("reads" if reads else "writes")
     assert (
         described["blocks_per_sm"] * described["threads_per_block"] >= described["threads_per_sm"]
     )
@@ -95,30 +93,3 @@ def test_the_old_one_thread_sleep_let_side_work_run_ahead():
 
     ahead = [_side_work_against(sleep_cover) for _ in range(5)]
     assert any(side_end < start for start, side_end, _ in ahead), ahead
-
-
-def test_a_stamped_window_holds_a_side_kernel_queued_under_the_cover():
-    # Case 4b's pattern: a kernel queued on a side stream while the cover runs
-    # starts as the cover releases the GPU, before the start event. The
-    # stamped window begins at that release, so it holds the whole kernel,
-    # and it is never shorter than the events around the same call.
-    from evaluator.harness import timing
-
-    flusher = timing.L2Flusher(torch.device("cuda"), stamps=True)
-    assert flusher.describe()["window"] == "stamps", flusher.describe()
-    side = torch.cuda.Stream()
-    work = torch.ones(64 * 2**20, device="cuda")
-    for _ in range(50):
-        work.mul_(1.0)
-    for _ in range(5):
-        alone = _device_ms(work)
-
-        def call() -> None:
-            with torch.cuda.stream(side):
-                work.mul_(1.0)
-            torch.cuda.current_stream().wait_stream(side)
-
-        (start, end), _ = timing.timed_call(lambda: call(), (), flusher)
-        events, window = start.elapsed_time(end), flusher.window_ms()
-        assert window >= 0.8 * alone, (window, alone)
-        assert window >= events - 0.002, (window, events)

@@ -5,6 +5,7 @@ import shutil
 import pytest
 
 from evaluator.harness import orchestrate
+from evaluator.harness.job import CleanReference
 from evaluator.harness.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
@@ -68,14 +69,14 @@ def _timed(name: str, ref_median_ms: float) -> WorkloadResult:
 
 
 def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_flagged():
-    clean = {"ref_median_ms": {"a": 0.0200, "b": 0.0200, "c": 0.0200}}
+    clean = CleanReference(ref_median_ms={"a": 0.0200, "b": 0.0200, "c": 0.0200})
     results = [_timed("a", 0.0212), _timed("b", 0.0800), _timed("c", 0.0392)]
     flags = orchestrate.reference_tampering(results, clean)
     # 6 % slower is noise, and so is 96 % for a launch-bound reference; four
     # times slower (a patched torch.softmax) is an attempt.
     assert [f["check"] for f in flags] == ["reference_tampering"]
     assert flags[0]["detail"].startswith("b: ")
-    assert orchestrate.reference_tampering(results, {"ref_median_ms": {}}) == []
+    assert orchestrate.reference_tampering(results, CleanReference()) == []
 
 
 @pytest.mark.parametrize(
@@ -87,8 +88,10 @@ def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_fla
     ],
 )
 def test_the_speedup_is_against_the_faster_of_the_two_reference_times(beside_ms, clean_ms, speedup):
-    clean = {"ref_median_ms": {"a": clean_ms}} if clean_ms is not None else {}
-    (result,) = orchestrate.with_clean_reference([_timed("a", beside_ms)], clean)
+    medians = {"a": clean_ms} if clean_ms is not None else {}
+    (result,) = orchestrate.with_clean_reference(
+        [_timed("a", beside_ms)], CleanReference(ref_median_ms=medians)
+    )
     assert result.measurement.speedup == pytest.approx(speedup)
     assert result.to_dict()["ref_median_ms"] == pytest.approx(speedup * 0.01)
     assert result.to_dict()["timing"]["ref_median_ms"] == beside_ms

@@ -7,6 +7,7 @@ the child's whole cuda-mode flow, timing included, on the CPU with CUDA's
 timing calls faked, and feeds its messages to the parent's reader.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -46,31 +47,27 @@ def run_child_with_fake_cuda(
     """
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
-    settings = {
-        **orchestrate.TIMING,
-        "warmup_s": 0.0,
-        "min_calls": 3,
-        "max_calls": 4,
-        "budget_s": 0.1,
-        "batch_ms": 1.0,
-        **timing,
-    }
-    entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
-    audits = {} if clean else {w.name: orchestrate.audit_places(4) for w in checks}
-    dealer = protocol.Dealer(entries, seeds=task.seeds, audits=audits, clean=clean)
-    job = {
-        "mode": "cuda",
-        "device": "cpu",
-        "reference": str(DEFAULT_CATALOG_DIR / slug / "reference.py"),
-        "baseline": str(baseline or ""),
-        "submission": str(submission or ""),
-        "clean": clean,
-        "out_dir": str(tmp_path / "out"),
-        "inplace": task.inplace,
-        "seeds": task.seeds,
-        "timing": settings,
-    }
-    (tmp_path / "job.json").write_text(json.dumps(job))
+    settings = orchestrate.timing_settings(
+        {"warmup_s": 0.0, "max_calls": 4, "budget_s": 0.1, "batch_ms": 1.0, **timing}
+    )
+    # The check workloads, timed as cuda mode times its timed ones.
+    planned = tuple(
+        dataclasses.replace(w, timed=True)
+        for w in orchestrate.planned_workloads(checks, Mode.INTERPRET)
+    )
+    dealer = orchestrate.dealer_for(task, planned, settings, clean=clean)
+    job = orchestrate.child_job(
+        task=task,
+        mode=Mode.CUDA,
+        settings=settings,
+        task_dir=str(DEFAULT_CATALOG_DIR / slug),
+        out_dir=str(tmp_path / "out"),
+        submission=str(submission or ""),
+        baseline=str(baseline or ""),
+        device="cpu",
+    )
+    assert job.clean is clean
+    (tmp_path / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
     read_fd, write_fd = os.pipe()
     child_reply_fd, reply_fd = os.pipe()
     bootstrap = (
@@ -101,7 +98,7 @@ def run_child_with_fake_cuda(
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
     reader.join(timeout=30)
     os.close(reply_fd)
-    plan = {**dealer.record(), "clean": clean}
+    plan = dealer.record()
     seen = protocol.collect(run.messages, plan, run.bad_messages)
     seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
     return task, plan, seen, log
@@ -123,17 +120,6 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
             assert 0 <= timing["host_bound"][who] <= len(timing[f"{who}_ms"])
 
 
-def test_with_window_stamps_every_timed_call_reports_its_stamped_window(tmp_path):
-    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
-    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, window_stamps=1)
-    assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
-    for timing in seen.timings.values():
-        assert timing["cover"]["window"] == "stamps"
-        for who in ("sub", "ref"):
-            stamps = timing[f"{who}_stamp_ms"]
-            assert len(stamps) == len(timing[f"{who}_ms"]) and min(stamps) > 0
-
-
 def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     # On the H200 the rotary expert (in place) once came back incorrect: the
     # batch's untimed warm-up pass rotated the inputs that the timed pass then
@@ -143,18 +129,18 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     assert task.inplace
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     reference = judge._Reference(task, Mode.INTERPRET)
-    for entry in plan["workloads"]:
-        timing = seen.timings[entry["name"]]
-        params = next(w for w in task.workloads if w.name == entry["name"]).params
-        assert [a["seed"] for a in timing["audit_prints"]] == [a["seed"] for a in entry["audits"]]
-        assert len(entry["audits"]) == 4
+    for entry in plan.workloads:
+        timing = seen.timings[entry.name]
+        params = entry.params
+        assert [a["seed"] for a in timing["audit_prints"]] == list(entry.audits)
+        assert len(entry.audits) == 4
         timed = timing["prints"] + timing["batch_prints"]
         sampled = [(item, FINGERPRINT_SAMPLES) for item in timed]
         sampled += [(item, AUDIT_SAMPLES) for item in timing["audit_prints"]]
         for item, samples in sampled:
-            expected = reference.outputs(params, int(item["seed"]), entry["model_seed"])
+            expected = reference.outputs(params, int(item["seed"]), entry.model_seed)
             fp_seed = int(item["sample_seed"])
-            assert fp_seed in entry["samples"]
+            assert fp_seed in entry.samples
             assert judge._fingerprint_matches(item["fp"], expected, fp_seed, task, samples)
 
 
@@ -189,6 +175,6 @@ def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tm
     # the reference timed with the same protocol, one report per workload.
     _, plan, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", None, clean=True)
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
-    assert [kind for kind, _ in plan["steps"]] == ["time", "time"]
+    assert [kind for kind, _ in plan.steps] == ["time", "time"]
     for timing in seen.timings.values():
         assert 1 <= len(timing["ref_ms"]) <= 4 and "sub_ms" not in timing

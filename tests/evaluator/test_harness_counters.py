@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness import counters, protocol, sandbox
+from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
 
@@ -262,7 +263,9 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     """The child's profile role on the CPU, the profiler's range faked: one call a workload."""
     task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
     checks = task.workloads_for(Mode.INTERPRET)[:2]
-    entries = [{"name": w.name, "params": w.params, "timed": True, "hidden": False} for w in checks]
+    entries = [
+        PlannedWorkload(name=w.name, params=w.params, timed=True, hidden=False) for w in checks
+    ]
     dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
     job = {
         "mode": "cuda",
@@ -305,15 +308,15 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     seen = protocol.collect(run.messages, plan, run.bad_messages)
     assert seen.flags == [] and not dealer.problems and seen.done, (seen.flags, log[-3000:])
     assert list(seen.profiled) == [w.name for w in checks]
-    assert [kind for kind, _ in plan["steps"]] == ["profile", "profile"]
+    assert [kind for kind, _ in plan.steps] == ["profile", "profile"]
     # Seeds as in any evaluation, asked for at the call: no check seed, no audit.
-    for workload in plan["workloads"]:
-        assert workload["seeds"] == [] and len(workload["calls"]) == 1
+    for workload in plan.workloads:
+        assert workload.seeds == () and len(workload.calls) == 1
 
 
 def test_a_profiling_step_refuses_seeds_for_other_purposes():
     dealer = protocol.Dealer(
-        [{"name": "a", "params": {}, "timed": True, "hidden": False}], seeds=3, profile=True
+        [PlannedWorkload(name="a", params={}, timed=True, hidden=False)], seeds=3, profile=True
     )
     assert dealer.answer({"what": "step"})["step"] == "profile"
     assert "seed" in dealer.answer({"what": "seed", "workload": "a", "purpose": "call"})
@@ -323,8 +326,8 @@ def test_a_profiling_step_refuses_seeds_for_other_purposes():
 
 def test_hidden_workloads_are_never_profiled():
     workloads = [
-        {"name": "t", "timed": True, "hidden": False},
-        {"name": "h", "timed": False, "hidden": True},
+        PlannedWorkload(name="t", params={}, timed=True, hidden=False),
+        PlannedWorkload(name="h", params={}, timed=False, hidden=True),
     ]
     assert protocol.steps_of(workloads, profile=True) == [("profile", "t")]
 

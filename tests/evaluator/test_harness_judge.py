@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from evaluator.harness import judge as judge_module
+from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.orchestrate import _decide
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.protocol import Observed
@@ -39,15 +40,17 @@ def prints_for(reference, seeds, *, answer_seed=None, samples=FINGERPRINT_SAMPLE
 
 def entry_for(spec=SPEC, audit_seeds=()):
     """What the parent issued for the workload (protocol.Dealer.record)."""
-    return {
-        "name": spec.name,
-        "seeds": [MODEL_SEED],
-        "model_seed": MODEL_SEED,
-        "timed": True,
-        "calls": [*range(100, 105), *range(200, 202)],
-        "samples": [FP_SEED],
-        "audits": [{"seed": seed} for seed in audit_seeds],
-    }
+    return PlannedWorkload(
+        name=spec.name,
+        params=spec.params,
+        timed=True,
+        hidden=False,
+        seeds=(MODEL_SEED,),
+        model_seed=MODEL_SEED,
+        calls=(*range(100, 105), *range(200, 202)),
+        samples=(FP_SEED,),
+        audits=tuple(audit_seeds),
+    )
 
 
 def observe(reference, *, median=1.0, batch=None, stale=False):
@@ -168,52 +171,6 @@ def test_audit_calls_not_made_as_planned_are_a_malformed_report(reference, audit
     assert checks(seen) == ["result_channel"]
 
 
-STAMPED = {**CEILINGS, "timing_settings": {"window_stamps": 1}}
-
-
-def stamped_judge(reference, *, sub_stamp, ref_stamp=2.0005):
-    """Events of 1 ms (submission) and 2 ms (reference), stamped windows beside them."""
-    seen = observe(reference)
-    seen.timings[SPEC.name]["sub_stamp_ms"] = [sub_stamp] * 20
-    seen.timings[SPEC.name]["ref_stamp_ms"] = [ref_stamp] * 20
-    entry = entry_for()
-    measurement, _, _ = judge_module._judge_timing(
-        TASK, SPEC, entry, seen, reference, set(), STAMPED
-    )
-    return seen, measurement
-
-
-def test_with_window_stamps_the_stamped_windows_are_the_times(reference):
-    # 4b's trick, seen by the stamps: 0.2 ms of its call ran before the start
-    # event, so its window is longer than its events.
-    seen, measurement = stamped_judge(reference, sub_stamp=1.2)
-    assert seen.flags == []
-    assert measurement.median_ms == pytest.approx(1.2)
-    assert measurement.speedup == pytest.approx(2.0005 / 1.2)
-
-
-@pytest.mark.parametrize(
-    ("sub_stamp", "says"),
-    [
-        (0.5, "below the CUDA events"),  # the stamps were written to: half the events
-        (-1.0, "no stamped window"),  # a stamp that was never written
-    ],
-)
-def test_stamped_windows_shorter_than_their_events_are_inconsistent(reference, sub_stamp, says):
-    seen, measurement = stamped_judge(reference, sub_stamp=sub_stamp)
-    assert checks(seen) == ["timing_inconsistent"]
-    assert says in seen.flags[0]["detail"]
-    assert measurement.median_ms == pytest.approx(1.0)  # the events, not the stamps
-
-
-def test_missing_stamps_are_inconsistent_when_the_setting_asks_for_them(reference):
-    seen = observe(reference)  # no stamp lists in the child's message
-    entry = entry_for()
-    judge_module._judge_timing(TASK, SPEC, entry, seen, reference, set(), STAMPED)
-    assert checks(seen) == ["timing_inconsistent"]
-    assert "0 stamped windows for 20 timed calls" in seen.flags[0]["detail"]
-
-
 def result(status):
     return WorkloadResult(
         name="w", role=WorkloadRole.CHECK, hidden=False, status=status, message="why"
@@ -285,7 +242,6 @@ def test_a_crash_under_bubblewrap_names_its_signal():
         {"sub_ms": [float("nan")] * 20},
         {"ref_ms": "2.0"},
         {"sub_ms": []},
-        {"sub_stamp_ms": [None] * 20},
         {"prints": [{"seed": "one", "fp": []}]},
         {"batch_prints": 7},
         {"cover_us": {"sub": "long", "ref": 200.0}},
@@ -304,13 +260,8 @@ def test_a_malformed_timing_report_is_flagged_not_a_crash(reference, forged):
     if forged == "cold start not a number":
         seen.outputs[SPEC.name] = [{"host_ms": "slow"}]
         forged = {}
-    seen.timings[SPEC.name]["sub_stamp_ms"] = [1.0] * 20
-    seen.timings[SPEC.name]["ref_stamp_ms"] = [2.0] * 20
     seen.timings[SPEC.name].update(forged)
-    entry = entry_for()
-    measurement, _, failure = judge_module._judge_timing(
-        TASK, SPEC, entry, seen, reference, set(), STAMPED
-    )
+    measurement, _, failure = run_judge(reference, seen)
     assert measurement is None and "malformed" in failure
     assert checks(seen) == ["result_channel"]
 

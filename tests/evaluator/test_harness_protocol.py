@@ -1,14 +1,16 @@
 import pytest
 
+from evaluator.harness.job import Plan, PlannedWorkload
 from evaluator.harness.protocol import collect, expected_sequence
 
-PLAN = {
-    "fingerprint_seed": 1,
-    "workloads": [
-        {"name": "a", "seeds": [11, 12], "timed": True},
-        {"name": "b", "seeds": [21, 22], "timed": False},
-    ],
-}
+PLAN = Plan(
+    workloads=(
+        PlannedWorkload("a", {}, timed=True, hidden=False, seeds=(11, 12)),
+        PlannedWorkload("b", {}, timed=False, hidden=False, seeds=(21, 22)),
+    ),
+    steps=(("check", "a"), ("check", "b"), ("time", "a")),
+    seeds=2,
+)
 
 
 def honest_messages():
@@ -19,7 +21,7 @@ def honest_messages():
             msg["workload"] = name
         if event == "output":
             index = int(tag.rstrip("r"))
-            seed = next(w for w in PLAN["workloads"] if w["name"] == name)["seeds"][index]
+            seed = PLAN.workload(name).seeds[index]
             msg.update(tag=tag, seed=seed, file=f"{name}.{tag}.pt")
         msgs.append(msg)
     return [(float(i), m) for i, m in enumerate(msgs)]

@@ -7,6 +7,7 @@ import torch
 
 from evaluator.harness import timing
 from evaluator.harness.child import Child
+from evaluator.harness.job import TimingSettings
 
 
 class FakeChannel:
@@ -44,12 +45,7 @@ class FakeChannel:
 
 
 class StubFlusher:
-    stamps = False
-
     def flush(self) -> None:
-        pass
-
-    def mark_end(self) -> None:
         pass
 
 
@@ -94,33 +90,6 @@ def test_the_launch_cover_is_clamped_to_a_real_clock(monkeypatch):
     assert timing._cycles_for(200.0) == 100 * 200
 
 
-def test_the_median_is_known_precisely_only_when_its_neighbours_agree():
-    tight = [32.0 + 0.01 * (i % 7) for i in range(40)]
-    assert timing.median_ci_halfwidth(tight) < 0.0025
-
-    # Half the calls at one speed, half at another: the median could land on
-    # either mode from one process to the next, although each mode is tight.
-    bimodal = [32.0] * 20 + [33.0] * 20
-    assert timing.median_ci_halfwidth(bimodal) > 0.01
-
-    # A few outliers do not widen it: the interval is between order statistics.
-    outliers = [*tight[:36], 90.0, 95.0, 1.0, 2.0]
-    assert timing.median_ci_halfwidth(outliers) < 0.0025
-
-    assert timing.median_ci_halfwidth(tight[:7]) == float("inf")
-
-
-def test_timing_stops_early_only_when_both_medians_are_precise(monkeypatch):
-    monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
-    cfg = {"target_median_ci": 0.0025}
-    steady = [(0.0, 24.0 + 0.01 * (i % 5)) for i in range(30)]
-    split = [(0.0, 32.0 + (i % 2)) for i in range(30)]
-
-    assert Child._stable(steady, steady, cfg)
-    assert not Child._stable(steady, split, cfg)
-    assert not Child._stable(split, steady, cfg)
-
-
 def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
     # Where a workload's tensors land must not depend on the workloads timed
     # before it in the same process (docs/benchmarks.md, series 3).
@@ -128,7 +97,7 @@ def test_each_workload_is_timed_from_an_empty_allocator_cache(monkeypatch):
     monkeypatch.setattr(timing, "release_cached_memory", lambda: events.append("release"))
     sent = []
     child = Child.__new__(Child)
-    child.job = {"timing": {}}
+    child.job = SimpleNamespace(timing=TimingSettings())
     child.chan = FakeChannel(sent)
     child.sub = SimpleNamespace(ModelNew=object)
     child.base = SimpleNamespace(Model=object)
@@ -154,34 +123,9 @@ def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
     monkeypatch.setattr(timing, "_current_stream", lambda: SimpleNamespace(cuda_stream=7))
     flusher = timing.L2Flusher.__new__(timing.L2Flusher)
     flusher._cudart, flusher.cover_us, flusher.buffer = None, 200.0, "buffer"
-    flusher.slots = None
     flusher.cover = SimpleNamespace(launch=lambda *args: order.append(("cover", *args)))
     flusher.flush()
-    assert order == ["device idle", ("cover", "buffer", 200.0, 7, ())]
-
-
-def test_a_stamped_window_runs_from_the_cover_s_release_to_the_stamp_after_the_call(
-    monkeypatch,
-):
-    # The cover gets the first slot (cleared before it), the end stamp the
-    # second, both on the caller's stream; the window is their difference.
-    launches = []
-    monkeypatch.setattr(timing, "_synchronize", lambda: None)
-    monkeypatch.setattr(timing, "_current_stream", lambda: SimpleNamespace(cuda_stream=7))
-    flusher = timing.L2Flusher.__new__(timing.L2Flusher)
-    flusher._cudart, flusher.cover_us, flusher.buffer = None, 200.0, "buffer"
-    flusher.slots = torch.tensor([5, 9], dtype=torch.int64)
-    flusher.cover = SimpleNamespace(launch=lambda *args: launches.append(("cover", *args)))
-    flusher.end_stamp = SimpleNamespace(launch=lambda *args: launches.append(("end", *args)))
-    flusher.flush()
-    assert flusher.slots.tolist() == [0, 0]
-    flusher.mark_end()
-    begin, end = flusher.slots[0].data_ptr(), flusher.slots[1].data_ptr()
-    assert launches == [("cover", "buffer", 200.0, 7, (begin,)), ("end", end, 7)]
-
-    assert flusher.window_ms() == -1.0  # neither stamp written
-    flusher.slots.copy_(torch.tensor([10_000_000, 10_021_500]))  # global-timer ns
-    assert flusher.window_ms() == pytest.approx(0.0215)
+    assert order == ["device idle", ("cover", "buffer", 200.0, 7)]
 
 
 def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
@@ -192,7 +136,7 @@ def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     )
     phases, sent = [], []
     covers = {"sub": 250.0, "ref": 200.0}
-    cfg = {"phases": 3, "min_calls": 6, "max_calls": 6, "budget_s": 60.0}
+    cfg = {"phases": 3, "max_calls": 6, "budget_s": 60.0}
     child = _fake_child(
         monkeypatch,
         cfg,
@@ -212,7 +156,6 @@ def _fake_flusher(**fields) -> SimpleNamespace:
         persisting_l2_bytes=lambda: 0,
         resets_persisting_lines=False,
         describe=lambda: {},
-        stamps=False,
         cover_us=200.0,
         queue_us=0.0,
         **fields,
@@ -220,13 +163,14 @@ def _fake_flusher(**fields) -> SimpleNamespace:
 
 
 def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase, audits=()) -> Child:
+    """A child whose job has `timing_cfg` over the default timing settings."""
     from evaluator.harness import honesty
 
     monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
     monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed, samples=32: [])
     monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
     child = Child.__new__(Child)
-    child.job = {"timing": timing_cfg}
+    child.job = SimpleNamespace(timing=TimingSettings().with_overrides(timing_cfg))
     child.device = torch.device("cpu")
     child.l2_reported = child.escape_reported = False
     child.clean, child._model_seeds = False, {"w": 3}
@@ -263,15 +207,6 @@ def _stub_event_primitives(monkeypatch) -> None:
     monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
 
 
-def test_with_phases_the_adaptive_stop_comes_only_at_the_end_of_a_phase(monkeypatch):
-    # Stable from the first call, at least 4 calls, phases of 3: it stops after
-    # the second phase (call 6), not at call 4 or 5, so every phase weighs the same.
-    monkeypatch.setattr(Child, "_stable", staticmethod(lambda sub, ref, cfg: True))
-    cfg = {"phases": 3, "min_calls": 4, "max_calls": 9, "budget_s": 60.0}
-
-    assert len(_time_stub_calls(monkeypatch, cfg)["sub_ms"]) == 6
-
-
 def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
     # The submission's calls take the host 900 µs to queue against a cover
     # of 250 µs: its events may time the host, and the report says how often.
@@ -281,7 +216,7 @@ def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
 
     monkeypatch.setattr(timing, "timed_call", timed_call)
     sent: list = []
-    cfg = {"phases": 1, "min_calls": 4, "max_calls": 4, "budget_s": 60.0}
+    cfg = {"phases": 1, "max_calls": 4, "budget_s": 60.0}
     covers = {"sub": 250.0, "ref": 200.0}
     child = _fake_child(monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", covers))
     flusher = _fake_flusher()
@@ -311,9 +246,9 @@ def test_a_timed_call_records_how_long_the_host_took_to_queue_it(monkeypatch):
 
 
 def test_the_time_budget_ends_timing_at_the_end_of_a_phase_whatever_the_count(monkeypatch):
-    # 400 calls asked for (min_calls too), phases of 3, no time left: the
-    # budget ends it after the first whole phase.
-    cfg = {"phases": 100, "min_calls": 300, "max_calls": 300, "budget_s": 0.0}
+    # 300 calls asked for, phases of 3, no time left: the budget ends it
+    # after the first whole phase.
+    cfg = {"phases": 100, "max_calls": 300, "budget_s": 0.0}
 
     assert len(_time_stub_calls(monkeypatch, cfg)["sub_ms"]) == 3
 
@@ -333,7 +268,6 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
     at_flush, called = [], []
     flusher = _fake_flusher(
         flush=lambda: at_flush.append(made[77].tolist() if 77 in made else None),
-        mark_end=lambda: None,
     )
 
     def sub(x, k):
@@ -341,7 +275,7 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
         return x * k
 
     sent: list = []
-    cfg = {"phases": 1, "min_calls": 3, "max_calls": 3, "budget_s": 60.0}
+    cfg = {"phases": 1, "max_calls": 3, "budget_s": 60.0}
     child = _fake_child(
         monkeypatch,
         cfg,
@@ -363,7 +297,7 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
 
 
 def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypatch):
-    cfg = {"phases": 2, "min_calls": 4, "max_calls": 4, "budget_s": 0.0}
+    cfg = {"phases": 2, "max_calls": 4, "budget_s": 0.0}
     fields = _time_stub_calls(monkeypatch, cfg, audits=[(1, 8, 9), (4, 6, 9)])
     assert len(fields["sub_ms"]) == 2
     assert [a["seed"] for a in fields["audit_prints"]] == [8, 6]

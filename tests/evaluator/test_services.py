@@ -137,17 +137,21 @@ def test_incorrect_verdict_names_the_failing_workload(fake_cli, evaluation):
 
 def test_non_finite_numbers_are_stored_as_null(fake_cli, evaluation):
     # Python's json writes NaN/Infinity; PostgreSQL's jsonb rejects them.
-    wl = workload_dict(
-        "timed", role="timed", speedup=math.inf, max_abs_err=math.nan, timing={"iqr_ms": math.nan}
-    )
+    timing = {
+        "median_ms": 0.5, "iqr_ms": math.nan, "min_ms": 0.4, "calls": 400,
+        "ref_median_ms": math.inf, "ref_iqr_ms": 0.0, "ref_calls": 400, "cold_start_ms": 9.0,
+    }  # fmt: skip
+    wl = workload_dict("timed", role="timed", max_abs_err=math.nan, timing=timing)
     fake_cli.reply(verdict_dict("incorrect", workloads=[wl], environment={"clock": math.inf}))
 
     evaluation_run(evaluation_id=evaluation.pk)
 
     result = Evaluation.objects.get(pk=evaluation.pk).results.get()
-    assert result.speedup is None
+    assert result.median_ms == 0.5
+    assert result.speedup is None and result.ref_median_ms is None
     assert result.max_abs_err is None
-    assert result.timing == {"iqr_ms": None}
+    assert result.timing["iqr_ms"] is None and result.timing["ref_median_ms"] is None
+    assert result.timing["median_ms"] == 0.5
     assert Evaluation.objects.get(pk=evaluation.pk).environment == {"clock": None}
 
 
