@@ -67,3 +67,36 @@ def test_traffic_evidence_names_the_ratio_and_the_tool():
 def test_malformed_counter_rules_are_rejected(rule):
     with pytest.raises(CounterRuleError):
         counter_rule_validate(rule)
+
+
+def test_the_catalog_loads_counter_rules_and_a_worker_verdict_keeps_the_counters(db, tmp_path):
+    from pathlib import Path
+
+    from evaluator.services.runner import _verdict_parse
+    from task_catalog.models import DesignProperty
+    from task_catalog.services import catalog_load
+    from tests.evaluator.fake_cli import verdict_dict, workload_dict
+
+    catalog_load(directory=Path(__file__).resolve().parents[2] / "catalog")
+    rule = DesignProperty.objects.get(task__slug="gemm_bf16", key="tensor_core_dot").counters
+    assert rule == {"kind": "tensor_share", "min": 0.5}
+    counters = {"dram_bytes": 10, "min_bytes": 8, "tensor_share": None, "tool": "ncu 2025.1"}
+    raw = verdict_dict(workloads=[workload_dict("big", role="timed", counters=counters)])
+    import json
+
+    parsed = _verdict_parse(json.dumps(raw))
+    assert parsed.workloads[0].counters == counters
+
+
+def test_a_package_with_a_bad_counter_rule_is_refused(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from evaluator.harness.package import TaskPackageError, load_task
+
+    source = Path(__file__).resolve().parents[2] / "catalog" / "gemm_bf16"
+    shutil.copytree(source, tmp_path / "gemm_bf16")
+    toml = tmp_path / "gemm_bf16" / "task.toml"
+    toml.write_text(toml.read_text().replace("min = 0.5", 'min = "half"'))
+    with pytest.raises(TaskPackageError, match="tensor_core_dot"):
+        load_task(tmp_path / "gemm_bf16")
