@@ -90,6 +90,7 @@ class PropertySpec:
     weight: float
     depends_on: tuple[str, ...] = ()
     detector: dict[str, Any] = field(default_factory=lambda: {"kind": "manual"})
+    counters: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ class WorkloadResult:
             achieved_tflops=_number_or_none(data.get("achieved_tflops")),
             achieved_tbps=_number_or_none(data.get("achieved_tbps")),
             sol_fraction=_number_or_none(data.get("sol_fraction")),
+            counters=data["counters"] if isinstance(data.get("counters"), dict) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

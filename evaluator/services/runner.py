@@ -243,12 +243,13 @@ def workload_rows(verdict: Verdict) -> list[WorkloadResult]:
                 max_abs_err=_finite(result.max_abs_err),
                 rel_err=_finite(result.rel_err),
                 median_ms=_finite(m.median_ms) if m else None,
-                ref_median_ms=_finite(m.ref_median_ms) if m else None,
+                ref_median_ms=_finite(m.baseline_ms) if m else None,
                 speedup=_finite(m.speedup) if m else None,
                 achieved_tflops=_finite(result.achieved_tflops),
                 achieved_tbps=_finite(result.achieved_tbps),
                 sol_fraction=_finite(result.sol_fraction),
                 timing=json_safe(asdict(m)) if m else None,
+                counters=json_safe(result.counters) if result.counters else None,
                 position=position,
             )
         )

@@ -213,11 +213,12 @@ def test_the_schemas_are_published_at_a_stable_url(client, name):
 def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     client, stored, django_assert_num_queries
 ):
-    # The count does not grow with the tasks: one query per kind of row, per side.
+    # The count does not grow with the tasks: one query per kind of row, per side, and one
+    # for both runs' scores.
     for run in stored:  # one task, then two
-        with django_assert_num_queries(17):
+        with django_assert_num_queries(18):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(17):
+        with django_assert_num_queries(18):
             client.get(f"/runs/{run.pk}/")
 
 
