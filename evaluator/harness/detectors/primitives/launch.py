@@ -100,14 +100,14 @@ def launches(program: Program, spec: dict[str, Any]) -> DetectorResult:
 
 
 def kernels(program: Program, spec: dict[str, Any]) -> DetectorResult:
-    count = len({s.launch.name for s in program.launches if s.launch}) + len(
-        re.findall(r"__global__", program.cuda)
-    )
+    names = list(dict.fromkeys(s.launch.name for s in program.launches if s.launch))
+    names += re.findall(r"__global__[^(]*\(", program.cuda)
+    count = len(names)
     low, high = int(spec.get("min", 0)), spec.get("max")
     value = count >= low and (high is None or count <= int(high))
     return _result(
         value,
         f"{count} distinct kernel(s) launched",
         f"{count} distinct kernel(s) launched",
-        (s.launch.name for s in program.launches if s.launch),
+        names,
     )
