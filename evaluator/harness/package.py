@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import detectors
 from .counter_rules import CounterRuleError, counter_rule_validate
 from .formula import FormulaError, evaluate_formula
 from .spec import (
@@ -106,7 +107,7 @@ def measured_content_hash(measured: Mapping[str, Any]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-DETECTOR_KINDS = {"manual", "regex", "call", "all", "any", "not"}
+DETECTOR_KINDS = detectors.KINDS
 
 
 class TaskPackageError(ValueError):

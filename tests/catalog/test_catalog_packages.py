@@ -1,4 +1,5 @@
-"""Every task package in catalog/ is complete, its detectors are tested, its expert is correct."""
+"""Every task package in catalog/ is complete and its expert is correct (its detectors are
+tested in test_catalog_detectors.py)."""
 
 import json
 import subprocess
@@ -7,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.detectors import detect
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from evaluator.harness.spec import Level, Mode, WorkloadRole
 
@@ -78,15 +78,6 @@ def test_two_to_five_properties_per_level(task):
     for level in Level:
         count = sum(p.level is level for p in task.properties)
         assert 2 <= count <= 5, f"{level}: {count} properties"
-
-
-def test_every_automatic_detector_finds_the_expert_and_not_the_naive_kernel(task):
-    naive = (NEGATIVES / f"{task.slug}.py").read_text()
-    automatic = [p for p in task.properties if p.detector.get("kind") != "manual"]
-    assert automatic, "a task needs at least some automatic detectors"
-    for prop in automatic:
-        assert detect(prop.detector, task.expert_source) is True, prop.key
-        assert detect(prop.detector, naive) is False, prop.key
 
 
 @pytest.mark.slow

@@ -3,9 +3,8 @@
 import pytest
 from django.db import transaction
 
-from evaluator.models import WorkloadResult
+from evaluator.harness.spec import Verdict, verdict_from_dict
 from evaluator.services.evaluations import evaluation_verdict_write
-from evaluator.services.runner import Verdict
 from tests.factories import (
     DesignPropertyFactory,
     EvaluationFactory,
@@ -13,7 +12,68 @@ from tests.factories import (
     WorkloadFactory,
 )
 
-SOURCE_GOOD = "m = tl.max(x, 0)\nLOG2E = 1.4426950408889634\ny = tl.exp2(x * LOG2E)\n"
+# A kernel the detectors can follow: ModelNew.forward launches a jit function
+# that takes a row maximum and exponentiates with exp2 (no running sum).
+SOURCE_GOOD = """\
+import torch
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+    m = tl.max(x, 0)
+    y = tl.exp2((x - m) * LOG2E)
+    tl.store(y_ptr + offs, y / tl.sum(y, 0), mask=offs < n)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _softmax[(1,)](x, y, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+        return y
+"""
+
+
+def timed_workload(name, *, status="correct", speedup=None, sol_fraction=None, counters=None):
+    """One timed workload as the evaluator prints it: a whole timing when it was timed."""
+    timing = None
+    if speedup is not None:
+        timing = {
+            "median_ms": 1.0, "iqr_ms": 0.0, "min_ms": 1.0, "calls": 400,
+            "ref_median_ms": float(speedup), "ref_iqr_ms": 0.0, "ref_calls": 400,
+            "cold_start_ms": 1.0,
+        }  # fmt: skip
+    return {
+        "name": name,
+        "role": "timed",
+        "hidden": False,
+        "status": status,
+        "timing": timing,
+        "sol_fraction": sol_fraction,
+        "counters": counters,
+    }
+
+
+def make_verdict(status, *, workloads, environment, mode="cuda", flags=()) -> Verdict:
+    """A verdict as the worker parses it from the evaluator's JSON."""
+    return verdict_from_dict(
+        {
+            "status": status,
+            "message": f"verdict: {status}",
+            "flags": list(flags),
+            "workloads": workloads,
+            "environment": environment,
+            "log": "",
+            "public_log": "",
+            "mode": mode,
+            "evaluator_version": "test",
+        }
+    )
 
 
 @pytest.fixture
@@ -66,30 +126,22 @@ def finish(django_capture_on_commit_callbacks):
     ):
         evaluation = EvaluationFactory(submission=submission, status="running", mode="")
         workloads = [
-            WorkloadResult(
-                name=f"w{i}",
-                role="timed",
+            timed_workload(
+                f"w{i}",
                 status=status,
-                median_ms=1.0,
-                ref_median_ms=s,
                 speedup=s if mode == "cuda" else None,
                 sol_fraction=0.5 if mode == "cuda" else None,
                 counters=(counters[i] if counters else None),
-                position=i,
             )
             for i, s in enumerate(speedups)
         ]
         env = environment if environment is not None else ({"gpu": gpu} if mode == "cuda" else {})
-        verdict = Verdict(
-            status=status,
-            message=f"verdict: {status}",
-            flags=[{"check": "cached_output", "detail": "x"}] if status == "flagged" else [],
+        verdict = make_verdict(
+            status,
             workloads=workloads,
             environment=env,
-            log="",
-            public_log="",
             mode=mode,
-            evaluator_version="test",
+            flags=[{"check": "cached_output", "detail": "x"}] if status == "flagged" else [],
         )
         with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
             evaluation_verdict_write(evaluation=evaluation, verdict=verdict)

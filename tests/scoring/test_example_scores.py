@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from evaluator.models import WorkloadResult
 from evaluator.services.evaluations import evaluation_verdict_write
-from evaluator.services.runner import Verdict
 from runs.models import Trace
 from runs.services import example_runs_load
 from scoring.models import SOURCE_PRECEDENCE, Assessment
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
 from task_catalog.services import catalog_load
+from tests.scoring.conftest import make_verdict, timed_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ["layernorm_fwd", "prefix_scan", "row_softmax"]
@@ -29,25 +28,10 @@ pytestmark = pytest.mark.django_db
 
 
 def verdict(status, speedup):
-    result = WorkloadResult(
-        name="timed_0",
-        role="timed",
-        status=status,
-        median_ms=1.0 if speedup else None,
-        ref_median_ms=speedup,
-        speedup=speedup,
-        position=0,
-    )
-    return Verdict(
-        status=status,
-        message=status,
-        flags=[],
-        workloads=[result],
+    return make_verdict(
+        status,
+        workloads=[timed_workload("timed_0", status=status, speedup=speedup)],
         environment={"gpu": "NVIDIA H200", "counters": "ncu is not installed on this worker"},
-        log="",
-        public_log="",
-        mode="cuda",
-        evaluator_version="test",
     )
 
 

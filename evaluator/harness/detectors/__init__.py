@@ -1,0 +1,118 @@
+"""Design-property detectors: checks over the program a submission runs.
+
+A detector is a small JSON-able dict stored with a task's property, e.g.
+`{"kind": "dot_accumulate"}` or `{"kind": "device_call", "names": ["tl.exp2"]}`;
+`docs/task-format.md` lists every kind. Detectors read the source (through
+`Program`: what `ModelNew.forward` reaches, device code apart from host code);
+they never run it.
+
+    {"kind": "manual"}                       judged later: None
+    {"kind": "all" | "any", "of": [...]}     combinations
+    {"kind": "not", "of": detector}
+    any primitive of `primitives.PRIMITIVES`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from evaluator.harness.detectors.primitives import PRIMITIVES
+from evaluator.harness.detectors.program import Program
+from evaluator.harness.detectors.result import DetectorError, DetectorResult
+
+KINDS = frozenset({"manual", "all", "any", "not", *PRIMITIVES})
+
+__all__ = [
+    "KINDS",
+    "DetectorError",
+    "DetectorResult",
+    "Program",
+    "assess",
+    "detect",
+    "implementation_score",
+]
+
+
+@lru_cache(maxsize=64)
+def _program(source: str) -> Program:
+    return Program(source)
+
+
+def assess(detector: dict[str, Any], source: str) -> DetectorResult | None:
+    """The detector's result with its rationale and evidence; None for properties
+    judged by hand (or combinations that include one)."""
+    return _assess(detector, _program(source))
+
+
+def detect(detector: dict[str, Any], source: str) -> bool | None:
+    """True/False when the property is (not) implemented by `source`; None for manual ones."""
+    result = assess(detector, source)
+    return None if result is None else result.value
+
+
+def _assess(detector: dict[str, Any], program: Program) -> DetectorResult | None:
+    if not isinstance(detector, Mapping):
+        raise DetectorError(f"a detector is a table, not {detector!r}")
+    kind = detector.get("kind", "manual")
+    if kind == "manual":
+        return None
+    if kind in ("all", "any"):
+        inner = detector.get("of")
+        if not isinstance(inner, list) or not inner:
+            raise DetectorError(f"{kind} detector needs a non-empty list `of`")
+        results = [_assess(d, program) for d in inner]
+        if any(r is None for r in results):
+            return None
+        done = [r for r in results if r is not None]
+        value = all(r.value for r in done) if kind == "all" else any(r.value for r in done)
+        deciding = [r for r in done if r.value == value]
+        return DetectorResult(
+            value=value,
+            rationale="; ".join(r.rationale for r in deciding),
+            evidence=tuple(e for r in deciding for e in r.evidence)[:4],
+        )
+    if kind == "not":
+        inner_result = _assess(detector.get("of", {}), program)
+        if inner_result is None:
+            return None
+        return DetectorResult(
+            value=not inner_result.value,
+            rationale=f"not: {inner_result.rationale}",
+            evidence=inner_result.evidence,
+        )
+    primitive = PRIMITIVES.get(kind)
+    if primitive is None:
+        raise DetectorError(f"unknown detector kind {kind!r}")
+    if not program.ok:
+        return DetectorResult(value=False, rationale="the source does not parse")
+    if "ModelNew.forward" not in program.funcs:
+        return DetectorResult(value=False, rationale="no ModelNew.forward to start from")
+    return primitive(program, dict(detector))
+
+
+def implementation_score(
+    properties: Iterable[Mapping[str, Any]], results: Mapping[str, bool | None]
+) -> float:
+    """100 x (weight of implemented properties) / (total weight). A property counts when
+    its result is True and every listed property it depends on counts too (a dependency
+    missing from `properties`, e.g. a manual one left out, does not hold it back)."""
+    props = {p["key"]: p for p in properties}
+    memo: dict[str, bool] = {}
+
+    def counts(key: str, stack: tuple[str, ...] = ()) -> bool:
+        if key not in memo:
+            prop = props.get(key)
+            memo[key] = bool(
+                prop is not None
+                and key not in stack
+                and results.get(key) is True
+                and all(counts(d, (*stack, key)) for d in prop.get("depends_on", ()) if d in props)
+            )
+        return memo[key]
+
+    total = sum(float(p.get("weight", 1.0)) for p in props.values())
+    if total <= 0:
+        return 0.0
+    return 100.0 * sum(float(p.get("weight", 1.0)) for k, p in props.items() if counts(k)) / total

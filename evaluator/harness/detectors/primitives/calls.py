@@ -1,0 +1,136 @@
+"""Calls, references and text of reachable code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from evaluator.harness.detectors.primitives.common import _names, _result
+from evaluator.harness.detectors.program import Program, Site
+from evaluator.harness.detectors.result import DetectorError, DetectorResult
+
+
+def _kwarg_ok(program: Program, site: Site, want: dict[str, Any]) -> bool:
+    given = {k.arg: k.value for k in site.node.keywords}
+    for key, value in want.items():
+        if key not in given:
+            return False
+        if value != "*":
+            got = given[key]
+            literal = got.value if isinstance(got, ast.Constant) else program.canon(got, True)
+            if literal != value:
+                return False
+    return True
+
+
+def _arg_ok(program: Program, site: Site, want: str | list[str]) -> bool:
+    wanted = {want} if isinstance(want, str) else set(want)
+    values = [*site.node.args, *[k.value for k in site.node.keywords]]
+    return any(program.canon(v, True) in wanted for v in values)
+
+
+def device_call(program: Program, spec: dict[str, Any]) -> DetectorResult:
+    names = _names(spec)
+    hits = [
+        s
+        for s in program.device_sites()
+        if s.name in names
+        and (not spec.get("in_loop", spec.get("within_loop")) or program.in_loop(s))
+        and (not spec.get("in_load_loop") or program.is_load_loop_site(s))
+        and _kwarg_ok(program, s, spec.get("kwargs", {}))
+        and (not spec.get("arg") or _arg_ok(program, s, spec["arg"]))
+        and (not spec.get("assigned") or isinstance(s.stmt, ast.Assign | ast.AnnAssign))
+    ]
+    low, high = int(spec.get("min_count", 1)), spec.get("max_count")
+    value = len(hits) >= low and (high is None or len(hits) <= int(high))
+    where = (
+        " inside a loop that loads"
+        if spec.get("in_load_loop")
+        else (" inside a loop" if spec.get("in_loop", spec.get("within_loop")) else "")
+    )
+    what = f"{len(hits)} call(s) of {'/'.join(sorted(names))}{where} in reachable device code"
+    bound = f"at least {low}" + (f" and at most {high}" if high is not None else "")
+    return _result(
+        value, f"{what} ({bound} wanted)", f"{what}, {bound} wanted", (s.line for s in hits)
+    )
+
+
+def device_ref(program: Program, spec: dict[str, Any]) -> DetectorResult:
+    names = _names(spec)
+    hits = [
+        ast.unparse(node)
+        for func in program.device
+        for node, _ in func.nodes
+        if isinstance(node, ast.Attribute | ast.Name) and program.canon(node, True) in names
+    ]
+    what = "/".join(sorted(names))
+    return _result(
+        bool(hits),
+        f"reachable device code uses {what}",
+        f"no use of {what} in reachable device code",
+        hits,
+    )
+
+
+def host_call(program: Program, spec: dict[str, Any]) -> DetectorResult:
+    names = _names(spec)
+    hits = [
+        s
+        for s in program.host_sites()
+        if s.name in names and _kwarg_ok(program, s, spec.get("kwargs", {}))
+    ]
+    what = "/".join(sorted(names))
+    return _result(
+        bool(hits),
+        f"host code reachable from forward calls {what}",
+        f"no call of {what} in reachable host code",
+        (s.line for s in hits),
+    )
+
+
+def host_attr(program: Program, spec: dict[str, Any]) -> DetectorResult:
+    names = _names(spec)
+    hits = [
+        ast.unparse(node)
+        for func in program.host
+        for node, _ in func.nodes
+        if isinstance(node, ast.Attribute) and node.attr in names
+    ]
+    what = "/".join(sorted(names))
+    return _result(
+        bool(hits),
+        f"reachable host code reads .{what}",
+        f"reachable host code never reads .{what}",
+        hits,
+    )
+
+
+class _Blank(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return ast.Constant("") if isinstance(node.value, str) else node
+
+
+def device_text(program: Program) -> str:
+    parts = [program.cuda]
+    for func in program.device:
+        parts.append(ast.unparse(_Blank().visit(ast.parse(ast.unparse(func.node)))))
+    return "\n".join(parts)
+
+
+def regex(program: Program, spec: dict[str, Any]) -> DetectorResult:
+    """A regular expression over reachable device code with comments and string
+    literals removed: jit functions (as `ast.unparse` prints them) and CUDA sources;
+    `scope = "cuda"` reads only the CUDA sources."""
+    text = program.cuda if spec.get("scope") == "cuda" else device_text(program)
+    try:
+        found = list(re.finditer(spec["pattern"], text, flags=re.MULTILINE))
+    except (re.error, KeyError) as exc:
+        raise DetectorError(f"bad regex detector {spec!r}: {exc}") from exc
+    value = len(found) >= int(spec.get("min_count", 1))
+    return _result(
+        value,
+        f"{len(found)} match(es) in reachable device code",
+        f"{len(found)} match(es) in reachable device code",
+        (m.group(0)[:80] for m in found),
+    )
