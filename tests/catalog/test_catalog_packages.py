@@ -71,7 +71,8 @@ def test_task_text_is_complete(task):
     for guidance in task.guidance:
         assert len(guidance.text.split()) >= 150, f"{guidance.level} guidance is too short"
     by_level = {g.level: g for g in task.guidance}
-    assert Level.L1 in by_level[Level.L2].depends_on
+    assert by_level[Level.L2].depends_on == (Level.L1,)
+    assert by_level[Level.L3].depends_on
 
 
 def test_two_to_five_properties_per_level(task):
@@ -153,3 +154,27 @@ def test_jit_functions_read_only_constexpr_globals(task):
     naive = (NEGATIVES / f"{task.slug}.py").read_text()
     assert _jit_functions_reading_plain_globals(task.expert_source) == []
     assert _jit_functions_reading_plain_globals(naive) == []
+
+
+def test_every_higher_level_item_names_what_it_builds_on(task):
+    # Levels L2 and L3: every property depends on specific properties, the
+    # level as a whole on at least one property of a lower level, and the
+    # text's "Builds on:" line names those lower-level properties by title.
+    rank = {level: i for i, level in enumerate(Level)}
+    by_key = {p.key: p for p in task.properties}
+    for guidance in task.guidance:
+        if guidance.level is Level.L1:
+            continue
+        props = [p for p in task.properties if p.level is guidance.level]
+        assert all(p.depends_on for p in props), [p.key for p in props if not p.depends_on]
+        lower = {
+            by_key[d].title
+            for p in props
+            for d in p.depends_on
+            if rank[by_key[d].level] < rank[guidance.level]
+        }
+        assert lower, f"{guidance.level} builds on no lower-level property"
+        paragraph = guidance.text.split("Builds on: ", 1)[1].split("\n\n", 1)[0]
+        builds_on = " ".join(paragraph.split())
+        for title in lower:
+            assert f"{title} (" in builds_on, f"{guidance.level} text does not name {title!r}"
