@@ -43,7 +43,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--workloads", default="bf16_8192x1024,fp32_4096x4096,bf16_2048x32768")
+    parser.add_argument("--workloads", default="bf16_8192x1024,fp32_4096x4096,bf16_1024x65536")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("needs a CUDA GPU")

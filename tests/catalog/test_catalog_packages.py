@@ -178,3 +178,39 @@ def test_every_higher_level_item_names_what_it_builds_on(task):
         builds_on = " ".join(paragraph.split())
         for title in lower:
             assert f"{title} (" in builds_on, f"{guidance.level} text does not name {title!r}"
+
+
+# Experts that switch path on the host at a module-level threshold, and the
+# workload parameter compared with it: the timed workloads must run both paths,
+# or the properties of one are scored but never timed.
+HOST_PATH_THRESHOLDS = {
+    "row_softmax": ("MAX_FUSED_COLS", ("cols",)),
+    "layernorm_fwd": ("MAX_FUSED_COLS", ("cols",)),
+    # A 1-D scan is one row of n.
+    "prefix_scan": ("MAX_FUSED_COLS", ("cols", "n")),
+    "histogram": ("MAX_REGISTER_BINS", ("bins",)),
+}
+
+
+def _module_constant(source: str, name: str) -> int:
+    import ast
+
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return int(ast.literal_eval(node.value))
+    raise AssertionError(f"expert has no {name}")
+
+
+@pytest.mark.parametrize("slug", sorted(HOST_PATH_THRESHOLDS))
+def test_timed_workloads_run_both_sides_of_the_experts_host_switch(slug):
+    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    constant, params = HOST_PATH_THRESHOLDS[slug]
+    limit = _module_constant(task.expert_source, constant)
+    sizes = [
+        next(w.params[p] for p in params if p in w.params)
+        for w in task.workloads
+        if w.role is WorkloadRole.TIMED
+    ]
+    assert any(s <= limit for s in sizes) and any(s > limit for s in sizes), (limit, sizes)
