@@ -214,3 +214,26 @@ def test_timed_workloads_run_both_sides_of_the_experts_host_switch(slug):
         if w.role is WorkloadRole.TIMED
     ]
     assert any(s <= limit for s in sizes) and any(s > limit for s in sizes), (limit, sizes)
+
+
+def test_at_least_five_tasks_hide_a_strided_input_in_a_workload_and_a_check():
+    import torch
+
+    from evaluator.harness.workload import load_module, make_inputs
+
+    strided = []
+    for slug in TASKS:
+        spec = load_task(DEFAULT_CATALOG_DIR / slug)
+        hidden = [w for w in spec.workloads if w.role is WorkloadRole.HIDDEN]
+        checks = [w for w in spec.workloads_for(Mode.INTERPRET) if w.hidden]
+        if not any(w.params.get("strided") for w in hidden):
+            continue
+        reference = load_module(spec.directory + "/reference.py", f"d2k_strided_{slug}")
+        for check in (w for w in checks if w.params.get("strided")):
+            inputs = make_inputs(reference, check.params, 0, torch.device("cpu"))
+            assert any(isinstance(t, torch.Tensor) and not t.is_contiguous() for t in inputs), (
+                check.name
+            )
+            strided.append(slug)
+            break
+    assert len(strided) >= 5, strided
