@@ -81,6 +81,12 @@ def _geomean_of(values: list[Any]) -> float | None:
     return geomean(numbers) if len(numbers) == len(values) else None
 
 
+def timed_against(verdict: dict[str, Any]) -> str:
+    """The file the expert was timed against (`bench/gpu_check.py experts` records it)."""
+    name = verdict.get("timed_against")
+    return f"`{name}`" if isinstance(name, str) and name else "—"
+
+
 def task_geomeans(verdict: dict[str, Any]) -> tuple[float | None, float | None, int]:
     """Geomean speedup and SOL fraction over the public timed workloads, and their count."""
     rows = public_timed(verdict)
@@ -99,9 +105,11 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         "# Expert baselines",
         "",
         "GPU times of each task's expert implementation (`catalog/<task>/expert.py`) against",
-        "its PyTorch reference, measured by the real evaluator (L2 flushed before each call,",
-        "median over the timed calls, reference and expert interleaved in one process).",
-        "Speedup = reference time / expert time. SOL = the workload's speed-of-light time",
+        "its PyTorch baseline: the task's `baseline.py` where it has one (the eager PyTorch a",
+        "practitioner runs, in the workload's dtype), else its `reference.py`. Measured by the",
+        "real evaluator (L2 flushed before each call, median over the timed calls, baseline",
+        "and expert interleaved in one process).",
+        "Speedup = baseline time / expert time. SOL = the workload's speed-of-light time",
         "(its FLOPs at the bf16 ceiling or its minimum bytes at the bandwidth ceiling,",
         "whichever is longer) over the expert's time. The ceilings are measured on the same",
         "GPU (best of short runs: bf16 matrix products; the better of a copy and a read-only",
@@ -131,28 +139,31 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     out += [
         "## Summary",
         "",
-        "| Task | Status | Timed workloads | Geomean speedup | Geomean SOL |",
-        "|---|---|---:|---:|---:|",
+        "| Task | Status | Timed against | Timed workloads | Geomean speedup | Geomean SOL |",
+        "|---|---|---|---:|---:|---:|",
     ]
     all_speedups = []
+    total = 0
     for slug, verdict in measured.items():
         speedup, sol, count = task_geomeans(verdict)
+        total += count
         if speedup is not None and verdict.get("status") == "correct":
             all_speedups.append(speedup)
         out.append(
-            f"| `{slug}` | {verdict.get('status', '?')} | {count} | "
+            f"| `{slug}` | {verdict.get('status', '?')} | {timed_against(verdict)} | {count} | "
             f"{_num(speedup, 2, suffix='×')} | {_num(sol, 1, 100, '%')} |"
         )
+    out += ["", f"Timed workloads: {total} over {len(measured)} tasks."]
     overall = geomean(all_speedups)
     if overall is not None:
-        out += ["", f"Geometric mean over the {len(all_speedups)} correct tasks: {overall:.2f}×."]
+        out += [f"Geometric mean over the {len(all_speedups)} correct tasks: {overall:.2f}×."]
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]
         if verdict.get("status") != "correct":
             out += [f"Verdict: **{verdict.get('status')}**: {verdict.get('message', '')}", ""]
         out += [
-            "| Workload | Reference µs | Expert µs | Speedup | SOL % | TFLOP/s | TB/s |",
+            "| Workload | Baseline µs | Expert µs | Speedup | SOL % | TFLOP/s | TB/s |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for w in public_timed(verdict):
@@ -165,7 +176,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         out += ["", f"Task geomean speedup: {_num(speedup, 2, suffix='×')}"]
         if speedup is not None and speedup < 1:
             out[-1] += (
-                f" (slower than the reference's library call: the expert reaches "
+                f" (slower than the baseline's library call: the expert reaches "
                 f"{speedup:.0%} of its speed and {_num(sol, 0, 100, '%')} of the device's "
                 "speed of light)"
             )

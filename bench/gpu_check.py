@@ -384,6 +384,10 @@ def main() -> None:
     if args.what == "experts":
         for task in tasks_arg(args.tasks):
             v = check(task, DEFAULT_CATALOG_DIR / task / "expert.py", timing=args.timing)
+            # What the expert's speedup is over: the evaluator times baseline.py
+            # where the task has one, else reference.py.
+            has_baseline = (DEFAULT_CATALOG_DIR / task / "baseline.py").is_file()
+            v["timed_against"] = "baseline.py" if has_baseline else "reference.py"
             print_verdict(task, "expert", v)
             speedups = [w["speedup"] for w in v["workloads"] if w.get("speedup")]
             print(f"    geomean speedup {geomean(speedups):.3f} over {len(speedups)} workloads")

@@ -21,7 +21,7 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(tokens, vocab, dtype, **params):
+def get_inputs(tokens, vocab, dtype, strided=False, **params):
     # Logits of spread 3 with a per-token shift in [-20, 80): the loss is
     # shift-invariant, but a kernel that exponentiates without subtracting the
     # row maximum overflows, and one that pads the vocab tail with 0 instead of
@@ -34,4 +34,13 @@ def get_inputs(tokens, vocab, dtype, **params):
     logits[rows, targets] += torch.rand(tokens, dtype=torch.float32) * 8.0
     # About 10% of the tokens are padding / prompt tokens: ignore_index.
     targets = torch.where(torch.rand(tokens) < 0.1, torch.full_like(targets, IGNORE_INDEX), targets)
-    return [logits.to(getattr(torch, dtype)), targets]
+    logits = logits.to(getattr(torch, dtype))
+    if strided:
+        # The logits of a vocabulary padded to a multiple of 128 (as Megatron
+        # pads it), sliced back to the real vocab: a row stride above `vocab`.
+        padded = -(-vocab // 128) * 128 + 128
+        wide = torch.empty(tokens, padded, dtype=logits.dtype)
+        wide[:, vocab:] = 0.0
+        wide[:, :vocab] = logits
+        logits = wide[:, :vocab]
+    return [logits, targets]

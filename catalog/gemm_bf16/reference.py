@@ -18,11 +18,16 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(M, N, K, dtype="bfloat16", **params):
+def get_inputs(M, N, K, dtype="bfloat16", strided=False, **params):
     dt = getattr(torch, dtype)
     # Activations of unit scale and weights scaled by 1/sqrt(K), as in a
     # trained linear layer: every output element is O(1) whatever K is, so a
     # kernel that drops or repeats a K slice is far outside the tolerance.
     a = torch.randn(M, K, dtype=torch.float32).to(dt)
-    b = (torch.randn(K, N, dtype=torch.float32) * K**-0.5).to(dt)
+    # A strided workload's B is the transpose of an (N, K) weight, as
+    # nn.Linear stores it: contiguous along K, a stride of K along N.
+    if strided:
+        b = (torch.randn(N, K, dtype=torch.float32) * K**-0.5).to(dt).t()
+    else:
+        b = (torch.randn(K, N, dtype=torch.float32) * K**-0.5).to(dt)
     return [a, b]

@@ -32,13 +32,15 @@ def get_init_inputs(**params):
     return [1e-5]
 
 
-def get_inputs(rows, cols, dtype, **params):
+def get_inputs(rows, cols, dtype, strided=False, **params):
     dt = getattr(torch, dtype)
     # Activations with a per-row offset and scale (as after a residual stream),
-    # affine parameters near their trained values (weight ~ 1, bias ~ 0).
+    # affine parameters near their trained values (weight ~ 1, bias ~ 0). A
+    # strided workload's x is the first `cols` columns of a fused projection's
+    # output, three times as wide (a row stride of 3 * cols).
     offset = torch.randn(rows, 1) * 0.5
     scale = torch.rand(rows, 1) * 1.5 + 0.5
-    x = torch.randn(rows, cols) * scale + offset
+    x = torch.randn(rows, 3 * cols if strided else cols) * scale + offset
     weight = 1.0 + 0.1 * torch.randn(cols)
     bias = 0.1 * torch.randn(cols)
-    return [x.to(dt), weight.to(dt), bias.to(dt)]
+    return [x.to(dt)[:, :cols], weight.to(dt), bias.to(dt)]

@@ -26,11 +26,13 @@ def get_init_inputs(**params):
     return [1e-6]
 
 
-def get_inputs(batch, tokens, hidden, dtype, **params):
+def get_inputs(batch, tokens, hidden, dtype, strided=False, **params):
     dt = getattr(torch, dtype)
     # x: the sublayer output about to be added; residual: the residual stream,
-    # whose scale grows with depth; weight: a trained RMSNorm gain near 1.
-    x = torch.randn(batch, tokens, hidden) * 0.5
+    # whose scale grows with depth; weight: a trained RMSNorm gain near 1. A
+    # strided workload's x is the first half of a wider output (a token stride
+    # of 2 * hidden).
+    x = torch.randn(batch, tokens, 2 * hidden if strided else hidden) * 0.5
     residual = torch.randn(batch, tokens, hidden) * (torch.rand(batch, tokens, 1) * 3.0 + 0.5)
     weight = 1.0 + 0.1 * torch.randn(hidden)
-    return [x.to(dt), residual.to(dt), weight.to(dt)]
+    return [x.to(dt)[..., :hidden], residual.to(dt), weight.to(dt)]

@@ -16,8 +16,10 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(rows, cols, dtype, **params):
+def get_inputs(rows, cols, dtype, strided=False, **params):
     # Logits with a realistic spread: large enough that a kernel which skips
-    # the max subtraction overflows in fp32 exp.
-    x = torch.randn(rows, cols, dtype=torch.float32) * 4.0 + 60.0
-    return [x.to(getattr(torch, dtype))]
+    # the max subtraction overflows in fp32 exp. A strided workload takes the
+    # first `cols` columns of a wider buffer (a row stride of cols + 64).
+    pad = 64 if strided else 0
+    x = torch.randn(rows, cols + pad, dtype=torch.float32) * 4.0 + 60.0
+    return [x.to(getattr(torch, dtype))[:, :cols]]

@@ -20,8 +20,7 @@ def get_inputs(rows, cols, dtype, strided=False, **params):
     # Activations-like values. A strided workload takes every other column of
     # a wider buffer, as a slice of a fused projection output would be: the
     # column stride is 2 and the row stride 2 * cols.
-    if strided:
-        x = torch.randn(rows, 2 * cols, dtype=torch.float32)[:, ::2]
-    else:
-        x = torch.randn(rows, cols, dtype=torch.float32)
-    return [x.to(getattr(torch, dtype))]
+    # Cast before slicing: a dtype cast of a strided view returns a contiguous tensor.
+    x = torch.randn(rows, 2 * cols if strided else cols, dtype=torch.float32)
+    x = x.to(getattr(torch, dtype))
+    return [x[:, ::2] if strided else x]

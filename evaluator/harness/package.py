@@ -175,11 +175,7 @@ def load_task(path: Path) -> TaskSpec:
         )
 
     properties = tuple(_property(path, p) for p in meta.get("properties", []))
-    keys = {p.key for p in properties}
-    for prop in properties:
-        missing = set(prop.depends_on) - keys
-        if missing:
-            raise TaskPackageError(f"{path}: property {prop.key} depends on unknown {missing}")
+    _check_dependencies(path, guidance, properties)
 
     return TaskSpec(
         slug=slug,
@@ -200,6 +196,59 @@ def load_task(path: Path) -> TaskSpec:
         notes=meta.get("notes", ""),
         directory=str(path),
     )
+
+
+def _check_dependencies(
+    path: Path, guidance: list[GuidanceSpec], properties: tuple[PropertySpec, ...]
+) -> None:
+    """A property builds on existing properties of its own or a lower level, without a
+    cycle; a guidance level builds on lower levels only, and on exactly the lower levels
+    that its properties name (when they name any)."""
+    rank = {level: i for i, level in enumerate(Level)}
+    level_of = {p.key: p.level for p in properties}
+    for prop in properties:
+        missing = set(prop.depends_on) - set(level_of)
+        if missing:
+            raise TaskPackageError(f"{path}: property {prop.key} depends on unknown {missing}")
+        higher = [d for d in prop.depends_on if rank[level_of[d]] > rank[prop.level]]
+        if higher:
+            raise TaskPackageError(
+                f"{path}: property {prop.key} ({prop.level}) depends on {higher} of a higher level"
+            )
+    edges = {p.key: p.depends_on for p in properties}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(key: str, trail: tuple[str, ...]) -> None:
+        if state.get(key) == 2:
+            return
+        if state.get(key) == 1:
+            cycle = " -> ".join((*trail[trail.index(key) :], key))
+            raise TaskPackageError(f"{path}: property dependencies form a cycle: {cycle}")
+        state[key] = 1
+        for dep in edges[key]:
+            visit(dep, (*trail, key))
+        state[key] = 2
+
+    for key in edges:
+        visit(key, ())
+    for g in guidance:
+        if any(rank[d] >= rank[g.level] for d in g.depends_on):
+            raise TaskPackageError(
+                f"{path}: guidance {g.level} may depend on lower levels only, got "
+                f"{[str(d) for d in g.depends_on]}"
+            )
+        named = {
+            level_of[d]
+            for p in properties
+            if p.level is g.level
+            for d in p.depends_on
+            if rank[level_of[d]] < rank[g.level]
+        }
+        if named and named != set(g.depends_on):
+            raise TaskPackageError(
+                f"{path}: guidance {g.level} depends on {sorted(map(str, g.depends_on))} but "
+                f"its properties build on {sorted(map(str, named))}"
+            )
 
 
 def _read(path: Path, name: str) -> str:

@@ -71,7 +71,8 @@ def test_task_text_is_complete(task):
     for guidance in task.guidance:
         assert len(guidance.text.split()) >= 150, f"{guidance.level} guidance is too short"
     by_level = {g.level: g for g in task.guidance}
-    assert Level.L1 in by_level[Level.L2].depends_on
+    assert by_level[Level.L2].depends_on == (Level.L1,)
+    assert by_level[Level.L3].depends_on
 
 
 def test_two_to_five_properties_per_level(task):
@@ -144,3 +145,86 @@ def test_jit_functions_read_only_constexpr_globals(task):
     naive = (NEGATIVES / f"{task.slug}.py").read_text()
     assert _jit_functions_reading_plain_globals(task.expert_source) == []
     assert _jit_functions_reading_plain_globals(naive) == []
+
+
+def test_every_higher_level_item_names_what_it_builds_on(task):
+    # Levels L2 and L3: every property depends on specific properties, the
+    # level as a whole on at least one property of a lower level, and the
+    # text's "Builds on:" line names those lower-level properties by title.
+    rank = {level: i for i, level in enumerate(Level)}
+    by_key = {p.key: p for p in task.properties}
+    for guidance in task.guidance:
+        if guidance.level is Level.L1:
+            continue
+        props = [p for p in task.properties if p.level is guidance.level]
+        assert all(p.depends_on for p in props), [p.key for p in props if not p.depends_on]
+        lower = {
+            by_key[d].title
+            for p in props
+            for d in p.depends_on
+            if rank[by_key[d].level] < rank[guidance.level]
+        }
+        assert lower, f"{guidance.level} builds on no lower-level property"
+        paragraph = guidance.text.split("Builds on: ", 1)[1].split("\n\n", 1)[0]
+        builds_on = " ".join(paragraph.split())
+        for title in lower:
+            assert f"{title} (" in builds_on, f"{guidance.level} text does not name {title!r}"
+
+
+# Experts that switch path on the host at a module-level threshold, and the
+# workload parameter compared with it: the timed workloads must run both paths,
+# or the properties of one are scored but never timed.
+HOST_PATH_THRESHOLDS = {
+    "row_softmax": ("MAX_FUSED_COLS", ("cols",)),
+    "layernorm_fwd": ("MAX_FUSED_COLS", ("cols",)),
+    # A 1-D scan is one row of n.
+    "prefix_scan": ("MAX_FUSED_COLS", ("cols", "n")),
+    "histogram": ("MAX_REGISTER_BINS", ("bins",)),
+}
+
+
+def _module_constant(source: str, name: str) -> int:
+    import ast
+
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return int(ast.literal_eval(node.value))
+    raise AssertionError(f"expert has no {name}")
+
+
+@pytest.mark.parametrize("slug", sorted(HOST_PATH_THRESHOLDS))
+def test_timed_workloads_run_both_sides_of_the_experts_host_switch(slug):
+    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    constant, params = HOST_PATH_THRESHOLDS[slug]
+    limit = _module_constant(task.expert_source, constant)
+    sizes = [
+        next(w.params[p] for p in params if p in w.params)
+        for w in task.workloads
+        if w.role is WorkloadRole.TIMED
+    ]
+    assert any(s <= limit for s in sizes) and any(s > limit for s in sizes), (limit, sizes)
+
+
+def test_at_least_five_tasks_hide_a_strided_input_in_a_workload_and_a_check():
+    import torch
+
+    from evaluator.harness.workload import load_module, make_inputs
+
+    strided = []
+    for slug in TASKS:
+        spec = load_task(DEFAULT_CATALOG_DIR / slug)
+        hidden = [w for w in spec.workloads if w.role is WorkloadRole.HIDDEN]
+        checks = [w for w in spec.workloads_for(Mode.INTERPRET) if w.hidden]
+        if not any(w.params.get("strided") for w in hidden):
+            continue
+        reference = load_module(spec.directory + "/reference.py", f"d2k_strided_{slug}")
+        for check in (w for w in checks if w.params.get("strided")):
+            inputs = make_inputs(reference, check.params, 0, torch.device("cpu"))
+            assert any(isinstance(t, torch.Tensor) and not t.is_contiguous() for t in inputs), (
+                check.name
+            )
+            strided.append(slug)
+            break
+    assert len(strided) >= 5, strided

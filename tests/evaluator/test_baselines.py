@@ -289,14 +289,24 @@ def test_markdown_has_a_row_per_public_timed_workload_with_its_numbers():
 def test_markdown_gives_each_tasks_geomean_and_says_when_the_expert_is_slower():
     text = baselines_md.render(md_fixture(), source="docs/baselines.json")
 
-    assert "| `row_softmax` | correct | 2 | 2.45× | 74.8% |" in text
+    assert "| `row_softmax` | correct | — | 2 | 2.45× | 74.8% |" in text
     assert "Task geomean speedup: 2.45×." in text
     assert (
-        "Task geomean speedup: 0.80× (slower than the reference's library call: the expert "
+        "Task geomean speedup: 0.80× (slower than the baseline's library call: the expert "
         "reaches 80% of its speed and 60% of the device's speed of light)." in text
     )
+    assert "Timed workloads: 3 over 2 tasks." in text
     assert "Geometric mean over the 2 correct tasks: 1.40×." in text
     assert "- `topk_rows`: cli_error (mode —) no GPU here" in text
+
+
+def test_markdown_names_the_file_each_expert_was_timed_against():
+    data = md_fixture()
+    data["gemm_bf16"]["timed_against"] = "baseline.py"
+    text = baselines_md.render(data, source="docs/baselines.json")
+
+    assert "| `gemm_bf16` | correct | `baseline.py` | 1 | 0.80× | 60.0% |" in text
+    assert "| Workload | Baseline µs | Expert µs |" in text
 
 
 def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):

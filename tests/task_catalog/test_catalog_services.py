@@ -1,3 +1,4 @@
+import re
 import shutil
 from pathlib import Path
 
@@ -271,3 +272,53 @@ def test_a_package_written_from_a_version_hashes_to_that_version(tmp_path):
         task_version_write_package(version=version, directory=tmp_path / task.slug)
         spec = load_task(tmp_path / task.slug / task.slug)
         assert measured_content_hash(measured_content(spec)) == version.content_hash, task.slug
+
+
+# --- dependency validation ---------------------------------------------------------
+
+
+def _edit_toml(catalog: Path, old: str, new: str) -> None:
+    toml = catalog / "row_softmax" / "task.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            'key = "max_subtraction"\nlevel = "L1"\n',
+            'key = "max_subtraction"\nlevel = "L1"\ndepends_on = ["nope"]\n',
+            "depends on unknown",
+        ),
+        (
+            'key = "max_subtraction"\nlevel = "L1"\n',
+            'key = "max_subtraction"\nlevel = "L1"\ndepends_on = ["row_per_program"]\n',
+            "of a higher level",
+        ),
+        (
+            'key = "max_subtraction"\nlevel = "L1"\n',
+            'key = "max_subtraction"\nlevel = "L1"\ndepends_on = ["online_normalizer"]\n',
+            "cycle: max_subtraction -> online_normalizer -> max_subtraction",
+        ),
+        (
+            '[guidance.L2]\ndepends_on = ["L1"]',
+            '[guidance.L2]\ndepends_on = ["L1", "L2"]',
+            "lower levels only",
+        ),
+        (
+            '[guidance.L3]\ndepends_on = ["L1", "L2"]',
+            '[guidance.L3]\ndepends_on = ["L2"]',
+            "its properties build on ['L1', 'L2']",
+        ),
+    ],
+    ids=["unknown", "higher-level", "cycle", "guidance-same-level", "guidance-inconsistent"],
+)
+def test_a_dependency_must_exist_be_lower_or_equal_and_form_no_cycle(catalog, old, new, message):
+    _edit_toml(catalog, old, new)
+
+    with pytest.raises(TaskPackageError, match=re.escape(message)):
+        catalog_load(directory=catalog)
+
+    assert not Task.objects.exists()
