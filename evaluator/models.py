@@ -113,6 +113,9 @@ class WorkloadResult(models.Model):
     achieved_tbps = models.FloatField(null=True, blank=True)
     sol_fraction = models.FloatField(null=True, blank=True)
     timing = models.JSONField(null=True, blank=True)
+    # Hardware counters read on a timed workload of a correct cuda verdict:
+    # {"dram_bytes", "min_bytes", "tensor_share", "tool"}; null when none were read.
+    counters = models.JSONField(null=True, blank=True)
     position = models.PositiveIntegerField(default=0)
 
     class Meta:

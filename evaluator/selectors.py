@@ -35,6 +35,7 @@ RESULT_FIELDS = (
     "achieved_tbps",
     "sol_fraction",
     "timing",
+    "counters",
 )
 
 
@@ -97,7 +98,7 @@ def evaluation_view_for_viewer(
             hidden_count += 1
             alias = f"hidden workload {hidden_count}"
             aliases[row["name"]] = alias
-            row.update(name=alias, message="", timing=None)
+            row.update(name=alias, message="", timing=None, counters=None)
     # Longest names first, so that one name that prefixes another is not half-replaced.
     for name in sorted(aliases, key=len, reverse=True):
         message = message.replace(name, aliases[name])

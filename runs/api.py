@@ -27,6 +27,7 @@ from runs.selectors import (
     run_list_for_viewer,
 )
 from runs.services import BundleRejected, run_create_from_bundle
+from scoring.selectors import run_scores_view
 
 ERROR_BODY = inline_serializer(
     "RunBundleErrors",
@@ -114,6 +115,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "pair": detail.pair.pk if detail.pair else None,
         "pair_state": detail.pair_state,
         "correct": detail.correct,
+        "scores": run_scores_view(run=run, pair=detail.pair).as_dict(),
         "tasks": [
             {
                 "task": row.task.slug,
@@ -207,7 +209,8 @@ class RunDetailApi(APIView):
     @extend_schema(
         responses=OpenApiResponse(
             description="The run page as JSON: the manifest, the derived state, `pair` (the "
-            "twin's id), and per task `result` and `pair_result` (status, speedup, "
+            "twin's id), `scores` (the run's scores, its `twin`'s and the `uplift`, see "
+            "docs/scores.md), and per task `result` and `pair_result` (status, speedup, "
             "submission, trace summary, proposal HTML).",
         )
     )

@@ -87,6 +87,7 @@ def run_create_from_bundle(
             run.state = RunState.EVALUATING
             run.save(update_fields=["state", "updated_at"])
             run_pair_auto(run=run)
+            _scores_refresh_on_commit(run.pk, run.pair_id)
     except BaseException:
         # The rows rolled back; the trace files written on the way must go too.
         for name in written:
@@ -170,6 +171,14 @@ def run_refresh_state(*, run_id: int) -> Run | None:
 # --- pairing ------------------------------------------------------------------
 
 
+def _scores_refresh_on_commit(*run_ids: int | None) -> None:
+    """A pair's geomean and uplift depend on both runs: refresh their scores."""
+    from scoring.services import scores_refresh
+
+    ids = [pk for pk in run_ids if pk is not None]
+    transaction.on_commit(lambda: scores_refresh(run_ids=ids))
+
+
 def _twin_candidates(*, run: Run) -> QuerySet[Run]:
     """Runs that may pair with `run`: the same owner, model, agent and catalog version,
     the other side of the guidance divide (one run without guidance, one with)."""
@@ -222,7 +231,9 @@ def run_pair(*, run: Run, other: Run, user: User) -> Run:
     for row in (run, other):
         if row.pair_id and row.pair_id not in (run.pk, other.pk):
             Run.objects.filter(pk=row.pair_id).update(pair=None, updated_at=timezone.now())
+            _scores_refresh_on_commit(row.pair_id)
     _pair_set(run, other)
+    _scores_refresh_on_commit(run.pk, other.pk)
     return run
 
 
@@ -232,6 +243,8 @@ def run_unpair(*, run: Run, user: User) -> Run:
     _owner_check(run=run, user=user)
     if run.pair_id:
         Run.objects.filter(pk=run.pair_id, pair=run).update(pair=None, updated_at=timezone.now())
+        _scores_refresh_on_commit(run.pair_id)
+    _scores_refresh_on_commit(run.pk)
     run.pair = None
     run.save(update_fields=["pair", "updated_at"])
     return run

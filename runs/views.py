@@ -20,6 +20,7 @@ from runs.selectors import (
 )
 from runs.services import BundleRejected, run_create_from_bundle, run_pair, run_unpair
 from runs.traces import KNOWN_TYPES, MALFORMED
+from scoring.selectors import run_scores_view
 
 SCHEMAS = ("manifest-v1", "trace-v1")
 
@@ -52,7 +53,11 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
-    context: dict[str, object] = {"detail": run_detail(run=run, user=request.user)}
+    detail = run_detail(run=run, user=request.user)
+    context: dict[str, object] = {
+        "detail": detail,
+        "scores": run_scores_view(run=run, pair=detail.pair),
+    }
     if request.user.is_authenticated and request.user.pk == run.owner_id:
         context["pair_form"] = PairForm(candidates=run_pair_candidates(run=run))
     return render(request, "runs/detail.html", context)

@@ -11,6 +11,7 @@ from evaluator.selectors import (
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
+from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
 from submissions.services import submission_upload
@@ -55,8 +56,9 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = evaluation_latest_for_submission(submission=submission)
     view = evaluation and evaluation_view_for_viewer(evaluation=evaluation, user=request.user)
     job = evaluation and evaluation_job_view(evaluation=evaluation)
+    levels = submission_properties_view(submission=submission, evaluation=evaluation)
     return render(
         request,
         "submissions/detail.html",
-        {"submission": submission, "evaluation": view, "job": job},
+        {"submission": submission, "evaluation": view, "job": job, "levels": levels},
     )

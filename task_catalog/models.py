@@ -130,6 +130,11 @@ class DesignProperty(BaseModel):
     weight = models.FloatField(default=1.0)
     depends_on = models.JSONField(default=list, blank=True, help_text="Keys of other properties.")
     detector = models.JSONField(default=dict, blank=True, help_text='{"kind": "manual"} or a check')
+    counters = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='A hardware-counter rule, e.g. {"kind": "traffic", "max_ratio": 1.3}.',
+    )
     position = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "evaluator",
     "leaderboard",
     "runs",
+    "scoring",
 ]
 
 MIDDLEWARE = [

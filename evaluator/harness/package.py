@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .counter_rules import CounterRuleError, counter_rule_validate
 from .formula import FormulaError, evaluate_formula
 from .spec import (
     GuidanceSpec,
@@ -253,6 +254,13 @@ def _property(path: Path, raw: dict[str, Any]) -> PropertySpec:
                 f"{path}: property {raw.get('key')}: detector kind must be one of "
                 f"{sorted(DETECTOR_KINDS)}"
             )
+        counters = raw.get("counters")
+        if counters is not None:
+            try:
+                counter_rule_validate(counters)
+            except CounterRuleError as exc:
+                raise TaskPackageError(f"{path}: property {raw.get('key')}: {exc}") from exc
+            counters = dict(counters)
         return PropertySpec(
             key=raw["key"],
             level=Level(raw["level"]),
@@ -261,6 +269,7 @@ def _property(path: Path, raw: dict[str, Any]) -> PropertySpec:
             weight=float(raw.get("weight", 1.0)),
             depends_on=tuple(raw.get("depends_on", [])),
             detector=detector,
+            counters=counters,
         )
     except (KeyError, ValueError) as exc:
         if isinstance(exc, TaskPackageError):

@@ -89,6 +89,7 @@ class PropertySpec:
     weight: float
     depends_on: tuple[str, ...] = ()
     detector: dict[str, Any] = field(default_factory=lambda: {"kind": "manual"})
+    counters: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

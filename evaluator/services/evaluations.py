@@ -215,6 +215,7 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     WorkloadResult.objects.bulk_create(verdict.workloads)
     if run_id := evaluation.submission.run_id:
         transaction.on_commit(lambda: _run_refresh_state(run_id=run_id))
+    transaction.on_commit(partial(_scores_refresh, submission_id=evaluation.submission_id))
 
 
 def _run_refresh_state(*, run_id: int) -> None:
@@ -222,6 +223,13 @@ def _run_refresh_state(*, run_id: int) -> None:
     from runs.services import run_refresh_state
 
     run_refresh_state(run_id=run_id)
+
+
+def _scores_refresh(*, submission_id: int) -> None:
+    # Imported here for the same reason; scores are derived data, recomputed in full.
+    from scoring.services import scores_refresh
+
+    scores_refresh(submission_ids=[submission_id])
 
 
 # --- review -------------------------------------------------------------------
@@ -247,4 +255,5 @@ def evaluation_review(
     evaluation.save(
         update_fields=["review", "review_note", "reviewed_by", "reviewed_at", "updated_at"]
     )
+    transaction.on_commit(partial(_scores_refresh, submission_id=evaluation.submission_id))
     return evaluation

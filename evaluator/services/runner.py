@@ -273,6 +273,7 @@ def _workload_result(raw: dict[str, Any], position: int) -> WorkloadResult:
     if status not in VERDICT_STATUSES:
         raise WorkerError(f"workload {raw['name']!r} has an unknown status {status!r}")
     timing = raw.get("timing")
+    counters = raw.get("counters")
     return WorkloadResult(
         name=str(raw["name"])[:100],
         role=str(raw.get("role") or "")[:8],
@@ -288,6 +289,7 @@ def _workload_result(raw: dict[str, Any], position: int) -> WorkloadResult:
         achieved_tbps=_finite(raw.get("achieved_tbps")),
         sol_fraction=_finite(raw.get("sol_fraction")),
         timing=_json_safe(timing) if isinstance(timing, dict) else None,
+        counters=_json_safe(counters) if isinstance(counters, dict) else None,
         position=position,
     )
 

@@ -50,6 +50,7 @@ def task_version_write_package(*, version: TaskVersion, directory: Path) -> Path
                 "weight": p.weight,
                 "depends_on": list(p.depends_on),
                 "detector": p.detector or {"kind": "manual"},
+                **({"counters": p.counters} if p.counters else {}),
             }
             for p in task.properties.all()
         ],

@@ -210,6 +210,7 @@ def _task_upsert_from_spec(spec: TaskSpec) -> TaskLoadResult:
                     "weight": p.weight,
                     "depends_on": list(p.depends_on),
                     "detector": dict(p.detector),
+                    "counters": dict(p.counters) if p.counters is not None else None,
                     "position": position,
                 }
                 for position, p in enumerate(spec.properties)

@@ -1,0 +1,85 @@
+"""REST API of assessments: judges post their verdicts; anyone reads a task's rubric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.auth import authenticated_user
+from scoring.selectors import task_rubric
+from scoring.services import AssessmentsInvalid, assessment_record
+
+JUDGE_PERMISSION = "scoring.add_judge_assessment"
+
+
+class IsJudge(BasePermission):
+    message = f"Recording assessments needs the permission `{JUDGE_PERMISSION}`."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(request.user and request.user.has_perm(JUDGE_PERMISSION))
+
+
+ITEM = inline_serializer(
+    "AssessmentItem",
+    {
+        "kind": serializers.ChoiceField(choices=["implemented", "proposed"]),
+        "submission": serializers.IntegerField(required=False, help_text="For `implemented`."),
+        "run": serializers.IntegerField(required=False, help_text="For `proposed`."),
+        "task": serializers.CharField(required=False, help_text="Task slug, for `proposed`."),
+        "property": serializers.CharField(help_text="The property's key."),
+        "value": serializers.BooleanField(),
+        "rationale": serializers.CharField(),
+        "evidence": serializers.JSONField(required=False),
+        "judge": serializers.CharField(required=False, help_text="The judge's model or name."),
+    },
+    many=True,
+)
+
+
+class AssessmentCreateApi(APIView):
+    """Record judge assessments: a JSON list, all stored or none."""
+
+    parser_classes = [JSONParser]
+    permission_classes = [IsAuthenticated, IsJudge]
+
+    @extend_schema(
+        request=ITEM,
+        responses={
+            201: inline_serializer(
+                "AssessmentsStored",
+                {"stored": serializers.IntegerField(), "ids": serializers.ListField()},
+            ),
+            400: OpenApiResponse(description='{"detail", "errors": [{"index", "errors"}]}'),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            stored = assessment_record(items=request.data, user=authenticated_user(request.user))
+        except AssessmentsInvalid as exc:
+            return Response(
+                {"detail": "Nothing was stored: some items are invalid.", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(
+            {"stored": len(stored), "ids": [a.pk for a in stored]}, status=status.HTTP_201_CREATED
+        )
+
+
+class TaskRubricApi(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses=OpenApiResponse(
+            description="The task's design properties: key, level, title, weight, "
+            "description, depends_on, implemented_when, detector, counters."
+        )
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(task_rubric(slug=slug))
