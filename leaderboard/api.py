@@ -7,10 +7,16 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from task_catalog.selectors import task_get_public
 
+from .filters import filters_parse, form_errors
 from .selectors import task_ranking
+from .selectors.board import PAIR_SORT_KEYS, SORT_KEYS, leaderboard_table, pairs_table
+from .tables import CSVRenderer
 
 
 class BaselineRowSerializer(serializers.Serializer):
@@ -75,3 +81,34 @@ class TaskRankingAPI(generics.ListAPIView):
         if task is None:
             raise Http404(f"No task {self.kwargs['slug']!r} in the catalog.")
         return task_ranking(task=task, hardware=self.request.query_params.get("hardware"))
+
+
+class LeaderboardAPI(APIView):
+    """One row per public run with its scores, grouped by GPU; the same filters as the
+    page (`hardware`, `condition`, `model`, `agent`, `catalog_version`, `since`, `until`,
+    `sort`). `?format=csv` answers the same rows as `text/csv`."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        filters, form = filters_parse(request.query_params, sort_keys=SORT_KEYS)
+        if form.errors:
+            return Response({"detail": form_errors(form)}, status=400)
+        return Response(leaderboard_table(filters=filters).records())
+
+
+class LeaderboardPairedAPI(APIView):
+    """The paired view: each run without guidance beside its guided twin, with the uplift
+    per metric. Same filters as the leaderboard; `?format=csv` for CSV."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        filters, form = filters_parse(request.query_params, sort_keys=PAIR_SORT_KEYS)
+        if form.errors:
+            return Response({"detail": form_errors(form)}, status=400)
+        return Response(pairs_table(filters=filters).records())

@@ -75,3 +75,19 @@ class CSVRenderer(BaseRenderer):
         rows = list(data or [])
         keys = list(rows[0]) if rows else []
         return table_csv(columns=[Column(key=k, label=k) for k in keys], rows=rows)
+
+
+def table_headers(*, columns: Sequence[Column], filters: Any, default: str = "") -> list[dict]:
+    """Each column with the link that sorts by it (descending first, then ascending) and
+    whether it is the current sort, for sortable table headers."""
+    current = filters.sort or default
+    headers = []
+    for column in columns:
+        active = ""
+        if current.removeprefix("-") == column.key:
+            active = "desc" if current.startswith("-") else "asc"
+        target = column.key if active == "desc" else f"-{column.key}"
+        headers.append(
+            {"column": column, "url": f"?{filters.query(sort=target, page=1)}", "active": active}
+        )
+    return headers

@@ -17,3 +17,18 @@ def get_item(mapping: Any, key: str) -> Any:
 @register.filter
 def speedup(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+@register.filter
+def signed_percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f} pt"
