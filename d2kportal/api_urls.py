@@ -5,4 +5,5 @@ urlpatterns = [
     path("", include("submissions.api_urls")),
     path("", include("runs.api_urls")),
     path("", include("scoring.api_urls")),
+    path("", include("leaderboard.api_urls")),
 ]

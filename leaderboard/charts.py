@@ -6,14 +6,16 @@ draws every `[data-figure]` element with the locally served plotly.js.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 LEVELS = ("L1", "L2", "L3")
 TIMES = "\u00d7"
 _LEVEL_COLORS = {"L1": "#2f5fd0", "L2": "#1a7f37", "L3": "#9a6700"}
-_BASE_LAYOUT = {
-    "margin": {"l": 60, "r": 20, "t": 40, "b": 60},
+_MARGIN = {"l": 60, "r": 20, "t": 40, "b": 60}
+_BASE_LAYOUT: dict[str, Any] = {
+    "margin": _MARGIN,
     "paper_bgcolor": "#ffffff",
     "plot_bgcolor": "#ffffff",
     "font": {"family": "system-ui, sans-serif", "size": 12},
@@ -31,7 +33,7 @@ def workload_speedup_figure(
     data = [
         {
             "type": "bar",
-            "name": f"#{row.rank} {row.owner} ({row.speedup:.2f}{TIMES})",
+            "name": f"#{row.rank} {row.run_label or row.owner} ({row.speedup:.2f}{TIMES})",
             "x": list(workloads),
             "y": [row.workload_speedups.get(name) for name in workloads],
             "hovertemplate": "%{x}: %{y:.2f}" + TIMES + "<extra>%{fullData.name}</extra>",
@@ -136,5 +138,257 @@ def property_dependency_figure(*, properties: Iterable[Mapping[str, Any]]) -> di
                 "visible": False,
                 "range": [-depth - 0.6, 0.6],
             },
+        },
+    }
+
+
+def _ref_line(y: float) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dash", "color": "#5b6475", "width": 1},
+    }
+
+
+def matrix_figure(
+    *, tasks: Sequence[str], runs: Sequence[str], cells: Sequence[Sequence[Any]]
+) -> dict[str, Any]:
+    """A task × run heat map of log2 task speedup; a cell without a speedup shows its status.
+
+    `cells[i][j]` has `status` and `speedup` (None when the result does not count or
+    was not timed) for task `i` and run `j`.
+    """
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    for row in cells:
+        z.append([math.log2(c.speedup) if c.speedup else None for c in row])
+        text.append(
+            [
+                f"{c.speedup:.2f}{TIMES}" if c.speedup else _STATUS_SHORT.get(c.status, c.status)
+                for c in row
+            ]
+        )
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": list(runs),
+                "y": list(tasks),
+                "z": z,
+                "text": text,
+                "texttemplate": "%{text}",
+                "hovertemplate": "%{y} · %{x}: %{text}<extra></extra>",
+                "colorscale": "RdBu",
+                "zmid": 0,
+                "colorbar": {"title": {"text": "log2 speedup"}},
+                "xgap": 1,
+                "ygap": 1,
+            }
+        ],
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "Task speedup per run (blank: no counting GPU result)"},
+            "height": 160 + 22 * len(tasks),
+            "margin": {"l": 160, "r": 20, "t": 40, "b": 140},
+            "xaxis": {"type": "category", "tickangle": -45},
+            "yaxis": {"type": "category", "autorange": "reversed"},
+        },
+    }
+
+
+_STATUS_SHORT = {
+    "incorrect": "wrong",
+    "flagged": "flag",
+    "compile_error": "compile",
+    "runtime_error": "error",
+    "timeout": "timeout",
+    "out_of_memory": "OOM",
+    "worker_error": "worker",
+    "queued": "…",
+    "running": "…",
+    "missing": "—",
+    "correct": "untimed",
+}
+
+
+def level_scores_figure(
+    *, rows: Sequence[Mapping[str, Any]], score: str = "implementation"
+) -> dict[str, Any]:
+    """Score per level (L1, L2, L3, combined), one bar group per run, colored by condition.
+
+    Each row has `label`, `condition` and `scores` ({"L1", "L2", "L3", "combined"}: 0–100
+    or None).
+    """
+    keys = (*LEVELS, "combined")
+    data = [
+        {
+            "type": "bar",
+            "name": f"{row['label']} ({row['condition']})",
+            "legendgroup": row["condition"],
+            "x": list(keys),
+            "y": [(row.get("scores") or {}).get(k) for k in keys],
+            "hovertemplate": "%{x}: %{y:.0f}<extra>%{fullData.name}</extra>",
+        }
+        for row in rows
+    ]
+    title = "Implementation score" if score == "implementation" else "Discovery score"
+    return {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": f"{title} per level (0–100, higher is better)"},
+            "barmode": "group",
+            "xaxis": {"type": "category"},
+            "yaxis": {"title": {"text": "score"}, "range": [0, 100]},
+            "legend": {"orientation": "h", "y": -0.2},
+        },
+    }
+
+
+def fast_p_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """fast_p curves: one line per run; each row has `label` and `fast_p` ([[p, share]…])."""
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "line": {"shape": "hv"},
+            "name": row["label"],
+            "x": [p for p, _ in row["fast_p"]],
+            "y": [share for _, share in row["fast_p"]],
+            "hovertemplate": "p=%{x:.2f}: %{y:.0%}<extra>%{fullData.name}</extra>",
+        }
+        for row in rows
+    ]
+    return {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "fast_p: share of tasks correct and faster than p × the reference"},
+            "xaxis": {"title": {"text": "speedup threshold p"}, "type": "log"},
+            "yaxis": {"title": {"text": "fast_p"}, "range": [0, 1], "tickformat": ".0%"},
+            "legend": {"orientation": "h", "y": -0.25},
+        },
+    }
+
+
+def speedup_distribution_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Box plot of task speedups per run; each row has `label` and `speedups` (list)."""
+    data = [
+        {
+            "type": "box",
+            "name": row["label"],
+            "y": list(row["speedups"]),
+            "boxpoints": "all",
+            "jitter": 0.4,
+            "pointpos": 0,
+            "hovertemplate": "%{y:.2f}" + TIMES + "<extra>%{fullData.name}</extra>",
+        }
+        for row in rows
+    ]
+    return {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "Task speedups per run (correct tasks)"},
+            "showlegend": False,
+            "yaxis": {"title": {"text": f"task speedup ({TIMES}, log)"}, "type": "log"},
+            "shapes": [_ref_line(1)],
+        },
+    }
+
+
+def sol_fraction_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Share of the device's speed of light per workload: one bar group per run.
+
+    Each row has `label` and `workloads` ({"task/workload": fraction 0–1 or None}).
+    """
+    names = sorted({name for row in rows for name in row["workloads"]})
+    data = [
+        {
+            "type": "bar",
+            "name": row["label"],
+            "x": names,
+            "y": [row["workloads"].get(n) for n in names],
+            "hovertemplate": "%{x}: %{y:.0%}<extra>%{fullData.name}</extra>",
+        }
+        for row in rows
+    ]
+    return {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "Fraction of the speed of light per workload (higher is better)"},
+            "barmode": "group",
+            "xaxis": {"type": "category", "tickangle": -45},
+            "yaxis": {"title": {"text": "speed-of-light fraction"}, "tickformat": ".0%"},
+            "margin": {**_MARGIN, "b": 160},
+            "legend": {"orientation": "h", "y": 1.1},
+        },
+    }
+
+
+def property_misses_figure(*, rows: Sequence[Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
+    """The design properties runs miss most, per level: horizontal bars of the share of
+    runs that implement each. Each row has `level`, `label` and `share` (0–1)."""
+    data = []
+    for level in LEVELS:
+        in_level = sorted((r for r in rows if r["level"] == level), key=lambda r: r["share"])
+        in_level = in_level[:top]
+        if not in_level:
+            continue
+        data.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": level,
+                "x": [r["share"] for r in in_level],
+                "y": [r["label"] for r in in_level],
+                "marker": {"color": _LEVEL_COLORS[level]},
+                "hovertemplate": "%{y}: implemented by %{x:.0%} of runs<extra>"
+                + level
+                + "</extra>",
+            }
+        )
+    count = sum(len(d["y"]) for d in data)
+    return {
+        "data": data,
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "Design properties missed most (share of runs implementing each)"},
+            "height": 160 + 22 * count,
+            "margin": {**_MARGIN, "l": 260},
+            "xaxis": {"range": [0, 1], "tickformat": ".0%"},
+            "yaxis": {"type": "category", "automargin": True},
+        },
+    }
+
+
+def headline_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The home chart: Performance Score without and with guidance, one bar pair per
+    model · agent. Each row has `label`, `without` and `with` (numbers or None)."""
+    labels = [row["label"] for row in rows]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": name,
+                "x": labels,
+                "y": [row[key] for row in rows],
+                "hovertemplate": "%{x}: %{y:.2f}<extra>" + name + "</extra>",
+            }
+            for key, name in (("without", "without guidance"), ("with", "with guidance"))
+        ],
+        "layout": {
+            **_BASE_LAYOUT,
+            "title": {"text": "Performance Score without → with guidance (higher is better)"},
+            "barmode": "group",
+            "xaxis": {"type": "category"},
+            "yaxis": {"title": {"text": "Performance Score"}, "rangemode": "tozero"},
+            "shapes": [_ref_line(1)],
+            "legend": {"orientation": "h", "y": -0.2},
         },
     }

@@ -7,14 +7,11 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.permissions import AllowAny
 
+from leaderboard.api import ExpertBaselineSerializer
+from leaderboard.selectors import task_expert_baseline
+
 from .models import DesignProperty, Guidance, Task, Workload
-from .selectors import (
-    task_expert_baseline,
-    task_get_public,
-    task_list,
-    task_public_workloads,
-    task_ranking,
-)
+from .selectors import task_get_public, task_list, task_public_workloads
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
@@ -50,33 +47,6 @@ class TaskSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = Task
         fields = ["slug", "title", "category", "version", "timed_workloads", "url"]
-
-
-class BaselineRowSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    ref_us = serializers.FloatField(allow_null=True, help_text="Reference median, µs.")
-    expert_us = serializers.FloatField(allow_null=True, help_text="Expert median, µs.")
-    speedup = serializers.FloatField(allow_null=True, help_text="Reference time / expert time.")
-    sol_percent = serializers.FloatField(allow_null=True, help_text="% of speed of light.")
-    tflops = serializers.FloatField(allow_null=True)
-    tbps = serializers.FloatField(allow_null=True)
-
-
-class ExpertBaselineSerializer(serializers.Serializer):
-    owner = serializers.CharField()
-    submission_id = serializers.IntegerField()
-    evaluation_id = serializers.IntegerField()
-    status = serializers.CharField()
-    gpu = serializers.CharField()
-    driver = serializers.CharField()
-    torch = serializers.CharField()
-    triton = serializers.CharField()
-    cuda = serializers.CharField()
-    evaluator_version = serializers.CharField()
-    finished_at = serializers.DateTimeField()
-    rows = BaselineRowSerializer(many=True, help_text="Public timed workloads.")
-    geomean_speedup = serializers.FloatField(allow_null=True)
-    geomean_sol_percent = serializers.FloatField(allow_null=True)
 
 
 class TaskDetailSerializer(serializers.ModelSerializer):
@@ -138,28 +108,3 @@ class TaskDetailAPI(generics.RetrieveAPIView):
         if task is None:
             raise Http404(f"No task {self.kwargs['slug']!r} in the catalog.")
         return task
-
-
-class RankingRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
-    owner = serializers.CharField()
-    submission_id = serializers.IntegerField()
-    evaluation_id = serializers.IntegerField()
-    speedup = serializers.FloatField(help_text="Geometric mean of the timed workloads' speedups.")
-    workload_speedups = serializers.DictField(child=serializers.FloatField())
-    finished_at = serializers.DateTimeField()
-
-
-class TaskRankingAPI(generics.ListAPIView):
-    """Best correct cuda-mode result per user on the task's current version, best first."""
-
-    serializer_class = RankingRowSerializer
-    permission_classes = [AllowAny]
-    pagination_class = None
-    filter_backends = []
-
-    def get_queryset(self):
-        task = task_get_public(slug=self.kwargs["slug"])
-        if task is None:
-            raise Http404(f"No task {self.kwargs['slug']!r} in the catalog.")
-        return task_ranking(task=task)

@@ -1,9 +1,8 @@
 from django.urls import path
 
-from .api import TaskDetailAPI, TaskListAPI, TaskRankingAPI
+from .api import TaskDetailAPI, TaskListAPI
 
 urlpatterns = [
     path("tasks/", TaskListAPI.as_view(), name="task-api-list"),
     path("tasks/<slug:slug>/", TaskDetailAPI.as_view(), name="task-api-detail"),
-    path("tasks/<slug:slug>/ranking/", TaskRankingAPI.as_view(), name="task-api-ranking"),
 ]

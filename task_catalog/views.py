@@ -2,14 +2,9 @@ from django.http import Http404
 from django.shortcuts import render
 
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
+from leaderboard.selectors import ranking_hardware, task_expert_baseline, task_ranking
 
-from .selectors import (
-    task_expert_baseline,
-    task_get_public,
-    task_list,
-    task_public_workloads,
-    task_ranking,
-)
+from .selectors import task_get_public, task_list, task_public_workloads
 
 
 def task_list_view(request):
@@ -30,9 +25,16 @@ def task_detail_view(request, slug: str):
         "workloads": workloads,
         "guidance": list(task.guidance.all()),
         "properties": properties,
-        "ranking": ranking,
+        "rankings": [
+            {
+                "gpu": gpu,
+                "rows": rows,
+                "figure": workload_speedup_figure(rows=rows, workloads=timed),
+                "figure_id": f"ranking-figure-{index}",
+            }
+            for index, (gpu, rows) in enumerate(ranking_hardware(ranking))
+        ],
         "baseline": task_expert_baseline(task=task),
-        "ranking_figure": workload_speedup_figure(rows=ranking, workloads=timed),
         "property_figure": property_dependency_figure(
             properties=[
                 {"key": p.key, "level": p.level, "title": p.title, "depends_on": p.depends_on}

@@ -112,6 +112,8 @@ class EvaluationFactory(factory.django.DjangoModelFactory):
     submission = factory.SubFactory(SubmissionFactory)
     status = "correct"
     mode = "cuda"
+    # A GPU verdict names its GPU; an interpreter one is untimed.
+    hardware = factory.LazyAttribute(lambda e: "NVIDIA H200" if e.mode == "cuda" else "")
     finished_at = factory.LazyFunction(timezone.now)
 
 

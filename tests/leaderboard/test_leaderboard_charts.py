@@ -3,12 +3,14 @@ import json
 import pytest
 
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
-from task_catalog.selectors import RankingRow
+from leaderboard.selectors import RankingRow
 
 
 def row(rank, owner, speedup, per):
     return RankingRow(
         rank=rank,
+        hardware="NVIDIA H200",
+        status="correct",
         owner=owner,
         submission_id=rank,
         evaluation_id=rank,

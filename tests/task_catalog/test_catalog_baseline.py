@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from evaluator.services import EXPERT_USERNAME, baseline_import
-from task_catalog.selectors import task_expert_baseline
+from leaderboard.selectors import task_expert_baseline
 from tests.evaluator.test_baselines import FIXTURE_GPU, gpu_verdict, gpu_workload
 from tests.factories import (
     EvaluationFactory,

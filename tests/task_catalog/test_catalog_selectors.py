@@ -1,16 +1,12 @@
 import pytest
 
 from task_catalog.models import Workload
-from task_catalog.selectors import geometric_mean, task_get_public, task_list, task_ranking
+from task_catalog.selectors import task_get_public, task_list
 from tests.factories import (
     DesignPropertyFactory,
-    EvaluationFactory,
     GuidanceFactory,
-    SubmissionFactory,
     TaskVersionFactory,
-    UserFactory,
     WorkloadFactory,
-    WorkloadResultFactory,
 )
 
 pytestmark = pytest.mark.django_db
@@ -65,70 +61,3 @@ def test_task_get_public_never_returns_hidden_workloads(django_assert_num_querie
 
 def test_task_get_public_unknown_slug_is_none():
     assert task_get_public(slug="nope") is None
-
-
-def evaluate(task, owner, speedups, **kwargs):
-    submission = SubmissionFactory(
-        owner=owner,
-        task=task,
-        task_version=task.current_version,
-        is_public=kwargs.pop("is_public", True),
-    )
-    evaluation = EvaluationFactory(submission=submission, **kwargs)
-    for i, speedup in enumerate(speedups):
-        WorkloadResultFactory(
-            evaluation=evaluation,
-            name=f"timed_{i}",
-            median_ms=1.0,
-            ref_median_ms=speedup,
-            speedup=speedup,
-        )
-    WorkloadResultFactory(
-        evaluation=evaluation, name="secret", role="hidden", hidden=True, speedup=100.0
-    )
-    return evaluation
-
-
-def test_ranking_takes_each_owners_best_eligible_result(django_assert_num_queries):
-    task = make_task()
-    alice, bob, carol = UserFactory(username="alice"), UserFactory(username="bob"), UserFactory()
-    evaluate(task, alice, [2.0, 8.0])  # geomean 4
-    best_alice = evaluate(task, alice, [5.0, 5.0])  # 5
-    evaluate(task, bob, [3.0, 3.0])
-    evaluate(task, bob, [50.0, 50.0], status="incorrect")
-    evaluate(task, bob, [50.0, 50.0], mode="interpret")
-    evaluate(task, bob, [50.0, 50.0], status="flagged", review="pending")
-    evaluate(task, bob, [50.0, 50.0], review="hacked")
-    evaluate(task, carol, [50.0, 50.0], is_public=False)
-    old = TaskVersionFactory(task=task, make_current=False)
-    other = SubmissionFactory(owner=carol, task=task, task_version=old)
-    WorkloadResultFactory(evaluation=EvaluationFactory(submission=other), speedup=90.0)
-
-    with django_assert_num_queries(2):
-        rows = task_ranking(task=task)
-
-    assert [(r.rank, r.owner) for r in rows] == [(1, "alice"), (2, "bob")]
-    assert rows[0].speedup == pytest.approx(5.0)
-    assert rows[0].evaluation_id == best_alice.pk
-    assert rows[0].workload_speedups == {"timed_0": 5.0, "timed_1": 5.0}
-    assert rows[1].speedup == pytest.approx(3.0)
-
-
-def test_ranking_skips_results_without_a_timing():
-    task = make_task()
-    evaluation = evaluate(task, UserFactory(), [2.0])
-    WorkloadResultFactory(evaluation=evaluation, name="timed_1", speedup=None)
-    assert task_ranking(task=task) == []
-
-
-@pytest.mark.parametrize(
-    "values, expected", [([4.0], 4.0), ([2.0, 8.0], 4.0), ([1.0, 10.0, 100.0], 10.0)]
-)
-def test_geometric_mean(values, expected):
-    assert geometric_mean(values) == pytest.approx(expected)
-
-
-@pytest.mark.parametrize("values", [[], [0.0, 2.0], [-1.0]])
-def test_geometric_mean_rejects_non_positive_or_empty(values):
-    with pytest.raises(ValueError):
-        geometric_mean(values)

@@ -90,7 +90,8 @@ def test_task_detail_ranking_table_and_chart(client, task):
 
     assert "alice" in html and "3.00\u00d7" in html
     assert f'href="/submissions/{submission.pk}/"' in html
-    assert 'data-figure="ranking-figure"' in html
+    assert 'data-figure="ranking-figure-0"' in html
+    assert '<h3 class="ranking-gpu">NVIDIA H200</h3>' in html
 
 
 def test_task_detail_unknown_slug_is_404(client):

@@ -1,0 +1,114 @@
+"""Read-only API of the rankings: the same selectors as the pages."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from task_catalog.selectors import task_get_public
+
+from .filters import filters_parse, form_errors
+from .selectors import task_ranking
+from .selectors.board import PAIR_SORT_KEYS, SORT_KEYS, leaderboard_table, pairs_table
+from .tables import CSVRenderer
+
+
+class BaselineRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    ref_us = serializers.FloatField(allow_null=True, help_text="Reference median, µs.")
+    expert_us = serializers.FloatField(allow_null=True, help_text="Expert median, µs.")
+    speedup = serializers.FloatField(allow_null=True, help_text="Reference time / expert time.")
+    sol_percent = serializers.FloatField(allow_null=True, help_text="% of speed of light.")
+    tflops = serializers.FloatField(allow_null=True)
+    tbps = serializers.FloatField(allow_null=True)
+
+
+class ExpertBaselineSerializer(serializers.Serializer):
+    owner = serializers.CharField()
+    submission_id = serializers.IntegerField()
+    evaluation_id = serializers.IntegerField()
+    status = serializers.CharField()
+    gpu = serializers.CharField()
+    driver = serializers.CharField()
+    torch = serializers.CharField()
+    triton = serializers.CharField()
+    cuda = serializers.CharField()
+    evaluator_version = serializers.CharField()
+    finished_at = serializers.DateTimeField()
+    rows = BaselineRowSerializer(many=True, help_text="Public timed workloads.")
+    geomean_speedup = serializers.FloatField(allow_null=True)
+    geomean_sol_percent = serializers.FloatField(allow_null=True)
+
+
+class RankingRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="Rank among the results on the same GPU.")
+    hardware = serializers.CharField(help_text="The GPU the result was timed on.")
+    owner = serializers.CharField()
+    run_id = serializers.IntegerField(allow_null=True)
+    run_label = serializers.CharField()
+    is_example = serializers.BooleanField(help_text="Generated or hand-written example data.")
+    is_expert = serializers.BooleanField()
+    status = serializers.CharField(help_text="`correct`, or `flagged` when cleared by an admin.")
+    submission_id = serializers.IntegerField()
+    evaluation_id = serializers.IntegerField()
+    speedup = serializers.FloatField(help_text="Geometric mean of the timed workloads' speedups.")
+    workload_speedups = serializers.DictField(child=serializers.FloatField())
+    finished_at = serializers.DateTimeField()
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("hardware", OpenApiTypes.STR, description="Only results on this GPU.")
+    ]
+)
+class TaskRankingAPI(generics.ListAPIView):
+    """Best counting cuda-mode result per run or user on the task's current version,
+    ranked per GPU (results on different GPUs are never ranked together)."""
+
+    serializer_class = RankingRowSerializer
+    permission_classes = [AllowAny]
+    pagination_class = None
+    filter_backends: list = []
+
+    def get_queryset(self):
+        task = task_get_public(slug=self.kwargs["slug"])
+        if task is None:
+            raise Http404(f"No task {self.kwargs['slug']!r} in the catalog.")
+        return task_ranking(task=task, hardware=self.request.query_params.get("hardware"))
+
+
+class LeaderboardAPI(APIView):
+    """One row per public run with its scores, grouped by GPU; the same filters as the
+    page (`hardware`, `condition`, `model`, `agent`, `catalog_version`, `since`, `until`,
+    `sort`). `?format=csv` answers the same rows as `text/csv`."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        filters, form = filters_parse(request.query_params, sort_keys=SORT_KEYS)
+        if form.errors:
+            return Response({"detail": form_errors(form)}, status=400)
+        return Response(leaderboard_table(filters=filters).records())
+
+
+class LeaderboardPairedAPI(APIView):
+    """The paired view: each run without guidance beside its guided twin, with the uplift
+    per metric. Same filters as the leaderboard; `?format=csv` for CSV."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        filters, form = filters_parse(request.query_params, sort_keys=PAIR_SORT_KEYS)
+        if form.errors:
+            return Response({"detail": form_errors(form)}, status=400)
+        return Response(pairs_table(filters=filters).records())

@@ -1,0 +1,55 @@
+"""Every ranking, table and chart of the site is one selector here; the page, the API and
+the CSV export of a table call the same one."""
+
+from .common import COUNTS, TIMED, evaluation_counts, geometric_mean, positive_geomean
+from .hacks import evaluation_hacked_list, hacked_table
+from .home import CatalogSize, catalog_size, evaluation_latest_public
+from .matrix import (
+    Cell,
+    Comparison,
+    Matrix,
+    comparison_table,
+    matrix_table,
+    run_cells,
+    run_comparison,
+    run_filter_choices,
+    run_filtered,
+    task_run_matrix,
+)
+from .tasks import (
+    BaselineRow,
+    ExpertBaseline,
+    RankingRow,
+    ranking_hardware,
+    task_expert_baseline,
+    task_ranking,
+)
+
+__all__ = [
+    "COUNTS",
+    "TIMED",
+    "BaselineRow",
+    "CatalogSize",
+    "Cell",
+    "Comparison",
+    "ExpertBaseline",
+    "Matrix",
+    "RankingRow",
+    "catalog_size",
+    "comparison_table",
+    "evaluation_counts",
+    "evaluation_hacked_list",
+    "evaluation_latest_public",
+    "geometric_mean",
+    "hacked_table",
+    "matrix_table",
+    "positive_geomean",
+    "ranking_hardware",
+    "run_cells",
+    "run_comparison",
+    "run_filter_choices",
+    "run_filtered",
+    "task_expert_baseline",
+    "task_ranking",
+    "task_run_matrix",
+]

@@ -1,0 +1,124 @@
+"""The run leaderboard, its paired view, the API and the exports, on materialised scores."""
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from scoring.models import RunScore
+from tests.factories import RunFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def scored(*, hardware="NVIDIA H200", ps=1.5, correct=0.9, impl=None, **run):
+    run = RunFactory(hardware=hardware, **run)
+    implementation = impl or {"L1": 60.0, "L2": 50.0, "L3": 40.0, "combined": 50.0}
+    RunScore.objects.create(
+        run=run,
+        hardware=hardware,
+        timed=bool(hardware),
+        tasks_total=26,
+        tasks_correct=round(26 * correct),
+        correctness_rate=correct,
+        performance_score=ps,
+        geomean_speedup=ps + 0.2,
+        geomean_n=20,
+        fast_p=[[0.0, correct], [1.0, 0.5]],
+        implementation=implementation,
+        discovery={"combined": 30.0},
+        turns=300,
+    )
+    return run
+
+
+def pair(*, model="m1", hardware="NVIDIA H200", without=1.46, with_=1.95, **extra):
+    a = scored(model=model, hardware=hardware, ps=without, **extra)
+    b = scored(model=model, hardware=hardware, ps=with_, levels=["L1", "L2", "L3"], **extra)
+    a.pair, b.pair = b, a
+    a.save()
+    b.save()
+    return a, b
+
+
+def test_leaderboard_ranks_runs_per_gpu_with_every_score(client):
+    best = scored(ps=2.0)
+    scored(ps=1.0)
+    other = scored(hardware="NVIDIA B200", ps=9.0)
+
+    html = client.get(reverse("leaderboard:leaderboard")).content.decode()
+
+    assert html.index("NVIDIA B200") < html.index("NVIDIA H200")
+    assert html.index(f'id="run-{other.pk}"') < html.index(f'id="run-{best.pk}"')
+    assert 'title="Correct tasks / tasks in the run' in html and "Higher is better." in html
+    assert 'data-figure="leaderboard-figure"' in html
+
+
+def test_leaderboard_filters_and_sorts_through_the_url(client):
+    a = scored(model="m1", ps=2.0)
+    b = scored(model="m2", ps=1.0, levels=["L1"])
+
+    html = client.get(reverse("leaderboard:leaderboard"), {"model": "m2"}).content.decode()
+    assert f'id="run-{b.pk}"' in html and f'id="run-{a.pk}"' not in html
+    html = client.get(reverse("leaderboard:leaderboard"), {"sort": "performance_score"}).content
+    assert html.index(f'id="run-{b.pk}"'.encode()) < html.index(f'id="run-{a.pk}"'.encode())
+    bad = client.get(reverse("leaderboard:leaderboard"), {"sort": "nope"})
+    assert bad.status_code == 400 and "Unknown sort column" in bad.content.decode()
+
+
+def test_the_api_and_the_export_answer_the_filtered_view(client):
+    a = scored(model="m1", ps=2.0, is_example=True)
+    scored(model="m2")
+
+    data = client.get("/api/leaderboard/", {"model": "m1"}).json()
+    assert [(r["run_id"], r["performance_score"], r["is_example"]) for r in data] == [
+        (a.pk, 2.0, True)
+    ]
+    response = client.get("/api/leaderboard/", {"model": "m1", "format": "csv"})
+    assert response["Content-Type"].startswith("text/csv")
+    [row] = csv.DictReader(io.StringIO(response.content.decode()))
+    assert row["run_id"] == str(a.pk) and row["implementation_L1"] == "60.0"
+    page = client.get(reverse("leaderboard:leaderboard"), {"model": "m1", "format": "csv"})
+    assert page.content == response.content
+    assert client.get("/api/leaderboard/", {"since": "x"}).json()["detail"].startswith("since")
+
+
+def test_paired_view_shows_the_uplift_per_metric(client):
+    without, guided = pair(without=1.46, with_=1.95)
+
+    html = client.get(reverse("leaderboard:paired")).content.decode()
+    assert f'id="pair-{without.pk}"' in html and "+0.49" in html
+    [record] = client.get("/api/leaderboard/paired/").json()
+    assert record["without_run_id"] == without.pk and record["with_run_id"] == guided.pk
+    assert record["performance_score_uplift"] == pytest.approx(0.49)
+
+
+def test_home_shows_every_published_pair_and_one_chart(client):
+    pair(model="m1")
+    hidden, _ = pair(model="secret-model")
+    hidden.is_public = False
+    hidden.save()
+
+    html = client.get(reverse("leaderboard:home")).content.decode()
+    assert "m1 · agent-y" in html and "secret-model" not in html
+    assert 'data-figure="headline-figure"' in html
+
+
+def test_pages_query_count_is_constant_in_the_number_of_runs(client, django_assert_num_queries):
+    for i in range(5):
+        pair(model=f"m{i}")
+    # leaderboard: filter choices, scores, expert tasks count, expert scores
+    with django_assert_num_queries(4):
+        assert client.get(reverse("leaderboard:leaderboard")).status_code == 200
+    with django_assert_num_queries(2):
+        assert client.get(reverse("leaderboard:paired")).status_code == 200
+    # home: catalog size, latest evaluations, pairs
+    with django_assert_num_queries(3):
+        assert client.get(reverse("leaderboard:home")).status_code == 200
+    for i in range(5, 15):
+        pair(model=f"m{i}")
+    with django_assert_num_queries(4):
+        assert client.get(reverse("leaderboard:leaderboard")).status_code == 200
+    with django_assert_num_queries(3):
+        assert client.get(reverse("leaderboard:home")).status_code == 200
