@@ -1,9 +1,10 @@
 from django.urls import path
 
-from .api import TaskDetailAPI, TaskListAPI, TaskRankingAPI
+from .api import TaskDetailAPI, TaskListAPI, TaskPromptAPI, TaskRankingAPI
 
 urlpatterns = [
     path("tasks/", TaskListAPI.as_view(), name="task-api-list"),
     path("tasks/<slug:slug>/", TaskDetailAPI.as_view(), name="task-api-detail"),
     path("tasks/<slug:slug>/ranking/", TaskRankingAPI.as_view(), name="task-api-ranking"),
+    path("tasks/<slug:slug>/prompt/", TaskPromptAPI.as_view(), name="task-api-prompt"),
 ]
