@@ -108,12 +108,12 @@ def prompt_render(
         "Tolerances (elementwise atol/rtol, and relative L2 error of the whole output):",
         "\n".join(_tolerance_lines(tolerances)),
     ]
-    chosen = [(level, text) for level, text in guidance]
-    if chosen:
-        parts.append(GUIDANCE_HEADING)
-        for level, text in chosen:
-            parts.append(f"### {level}\n\n{text.strip()}")
-    return "\n\n".join(parts) + "\n"
+    common = "\n\n".join(parts) + "\n"
+    sections = [f"### {level}\n\n{text.strip()}" for level, text in guidance]
+    if not sections:
+        return common
+    # Appended to the common text unchanged: every condition's prompt starts with it.
+    return common + "\n" + "\n\n".join([GUIDANCE_HEADING, *sections]) + "\n"
 
 
 def task_prompt(*, task: Task, levels: Iterable[str]) -> TaskPrompt:
