@@ -5,7 +5,7 @@
 # `source bench/device_setup.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v bwrap >/dev/null || { echo "bubblewrap is not installed here (./d2k test installs it)" >&2; exit 2; }
+command -v bwrap >/dev/null || { echo "bubblewrap is not installed here (./dev test installs it)" >&2; exit 2; }
 mkdir -p .device/bwrap
 cp "$(command -v bwrap)" .device/bwrap/
 for lib in $(ldd "$(command -v bwrap)" | awk '/=>/ {print $3}' | grep -E 'libselinux|libcap|libpcre2'); do

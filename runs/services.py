@@ -13,12 +13,14 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from runs.bundle import Bundle, BundleError, BundleLimits, bundle_validate
+from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import trace_pack, trace_summarize
 from submissions.services import submission_create
 from task_catalog.models import Task
+from task_catalog.prompts import task_prompt
+from task_catalog.selectors import task_get_public
 
 
 class BundleRejected(Exception):
@@ -59,6 +61,9 @@ def run_create_from_bundle(
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
     if not bundle.ok or bundle.manifest is None:
         raise BundleRejected(bundle.errors)
+    prompt_errors = _prompt_hash_errors(bundle.manifest)
+    if prompt_errors:
+        raise BundleRejected(prompt_errors)
     written: list[str] = []
     try:
         with transaction.atomic():
@@ -94,6 +99,28 @@ def run_create_from_bundle(
             default_storage.delete(name)
         raise
     return run
+
+
+def _prompt_hash_errors(manifest: Manifest) -> list[BundleError]:
+    """The manifest's `prompt_sha256` entries that differ from the prompt served now."""
+    errors = []
+    for slug, recorded in sorted(manifest.prompt_sha256.items()):
+        task = task_get_public(slug=slug)
+        if task is None:
+            errors.append(BundleError(MANIFEST, None, f"prompt_sha256: unknown task {slug!r}."))
+            continue
+        prompt = task_prompt(task=task, levels=manifest.levels)
+        if prompt.sha256 != recorded:
+            errors.append(
+                BundleError(
+                    MANIFEST,
+                    None,
+                    f"prompt_sha256.{slug}: {recorded} is not the prompt this portal serves for "
+                    f"{slug} v{prompt.version} with levels {prompt.condition} ({prompt.sha256}); "
+                    "the agent saw another task version or other guidance.",
+                )
+            )
+    return errors
 
 
 def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -> Run:

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import generics, serializers
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import generics, serializers, status
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from leaderboard.api import ExpertBaselineSerializer
 from leaderboard.selectors import task_expert_baseline
 
 from .models import DesignProperty, Guidance, Task, Workload
+from .prompts import prompt_levels_parse, task_prompt
 from .selectors import task_get_public, task_list, task_public_workloads
 
 
@@ -108,3 +118,49 @@ class TaskDetailAPI(generics.RetrieveAPIView):
         if task is None:
             raise Http404(f"No task {self.kwargs['slug']!r} in the catalog.")
         return task
+
+
+class TaskPromptSerializer(serializers.Serializer):
+    task = serializers.CharField(source="slug")
+    version = serializers.IntegerField(help_text="The catalog version of the task.")
+    content_hash = serializers.CharField(
+        help_text="sha256 of the version's measured content (what results are tied to)."
+    )
+    levels = serializers.ListField(child=serializers.CharField())
+    condition = serializers.CharField(help_text="`none`, or the levels joined by `+`.")
+    sha256 = serializers.CharField(
+        help_text="sha256 of `text` (UTF-8): what a run manifest's `prompt_sha256` records."
+    )
+    text = serializers.CharField(help_text="The prompt, markdown.")
+
+
+class TaskPromptAPI(APIView):
+    """The task prompt an agent harness gives its model: statement, reference, public
+    workloads, the submission contract, and the guidance of the chosen levels (last)."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "levels",
+                OpenApiTypes.STR,
+                description="Comma-separated guidance levels, e.g. `L1,L2`; none for the "
+                "run without guidance.",
+            )
+        ],
+        responses={
+            200: TaskPromptSerializer,
+            400: OpenApiResponse(description="An unknown guidance level."),
+            404: OpenApiResponse(description="No such task."),
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        try:
+            levels = prompt_levels_parse(request.query_params.get("levels"))
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        task = task_get_public(slug=slug)
+        if task is None:
+            raise Http404(f"No task {slug!r} in the catalog.")
+        return Response(TaskPromptSerializer(task_prompt(task=task, levels=levels)).data)

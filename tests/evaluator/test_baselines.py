@@ -324,7 +324,7 @@ def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
 
 
 def test_the_committed_gpu_baselines_import_against_the_committed_catalog():
-    # docs/baselines.json is a real H200 run; `./d2k serve` imports it. If a catalog
+    # docs/baselines.json is a real H200 run; `./dev serve` imports it. If a catalog
     # edit changes a task's workloads, this fails until the experts are re-measured.
     from evaluator.harness.package import DEFAULT_CATALOG_DIR
     from task_catalog.services import catalog_load

@@ -1,0 +1,411 @@
+"""The `d2k` command: the portal's REST API from a terminal (docs/client.md)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from .api import Api
+from .config import ClientError, Config, server_normalize
+from .display import (
+    console,
+    err_console,
+    evaluation_show,
+    job_line,
+    print_json,
+    rows_table,
+    run_show,
+    table,
+    task_show,
+)
+from .packing import bundle_check, bundle_pack
+
+app = typer.Typer(
+    name="d2k",
+    help="The D2K Portal from a terminal: tasks, submissions, runs and the leaderboard.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")]
+POLL_SECONDS = 2.0
+
+
+def friendly(fn: F) -> F:
+    """A ClientError becomes one line on stderr and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ClientError as exc:
+            err_console.print(f"d2k: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class State:
+    def __init__(self, server: str | None):
+        self.explicit_server = server
+
+    @functools.cached_property
+    def config(self) -> Config:
+        return Config.load()
+
+    @functools.cached_property
+    def api(self) -> Api:
+        server = self.config.server(self.explicit_server)
+        return Api(server, self.config.tokens.get(server))
+
+
+def _state(ctx: typer.Context) -> State:
+    return ctx.ensure_object(State)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    server: Annotated[
+        str | None,
+        typer.Option(envvar="D2K_SERVER", help="Portal address; default: the last login's."),
+    ] = None,
+) -> None:
+    ctx.obj = State(server)
+
+
+@app.command()
+@friendly
+def login(
+    ctx: typer.Context,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="D2K_TOKEN", help="API token (your profile page shows it)."),
+    ] = None,
+) -> None:
+    """Check an API token against the server and store it for that server."""
+    state = _state(ctx)
+    server = state.config.server(state.explicit_server)
+    if token is None:
+        token = typer.prompt(
+            f"API token for {server} (from {server}/accounts/profile/)", hide_input=True
+        )
+    token = token.strip()
+    # Any authenticated endpoint tells a good token from a bad one.
+    Api(server, token).get("/api/submissions/", page=1)
+    state.config.tokens[server] = token
+    state.config.default_server = server
+    path = state.config.save()
+    console.print(f"Logged in to {server}; the token is stored in {path}.")
+
+
+@app.command()
+@friendly
+def tasks(
+    ctx: typer.Context,
+    category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tasks of the catalog."""
+    items = list(_state(ctx).api.pages("/api/tasks/", category=category))
+    if as_json:
+        return print_json(items)
+    console.print(table(None, items, ["slug", "title", "category", "version", "timed_workloads"]))
+
+
+@app.command()
+@friendly
+def task(
+    ctx: typer.Context,
+    slug: str,
+    for_agent: Annotated[
+        bool, typer.Option("--for-agent", help="Print the task prompt an agent is given.")
+    ] = False,
+    levels: Annotated[
+        str, typer.Option(help="With --for-agent: guidance levels, e.g. L1,L2 (none: '').")
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """One task: statement, public workloads and guidance by level (or its agent prompt)."""
+    api = _state(ctx).api
+    if for_agent:
+        prompt = api.get(f"/api/tasks/{slug}/prompt/", levels=levels)
+        if as_json:
+            return print_json(prompt)
+        # Byte for byte what the API serves: no wrapping, no markup.
+        sys.stdout.write(prompt["text"])
+        return None
+    if levels:
+        raise ClientError("--levels goes with --for-agent")
+    detail = api.get(f"/api/tasks/{slug}/")
+    if as_json:
+        return print_json(detail)
+    task_show(detail)
+    return None
+
+
+def _wait_for_submission(api: Api, pk: int) -> dict[str, Any]:
+    """Poll the submission until its evaluation finishes, with a live line of its state."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        line = progress.add_task("asking the portal…", total=None)
+        while True:
+            submission = api.get(f"/api/submissions/{pk}/")
+            evaluation = submission.get("evaluation")
+            if evaluation is not None and evaluation["is_finished"]:
+                return submission
+            progress.update(line, description=job_line(submission))
+            time.sleep(POLL_SECONDS)
+
+
+def _finish(submission: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(submission)
+    else:
+        evaluation_show(submission)
+    evaluation = submission.get("evaluation")
+    if evaluation is not None and evaluation["is_finished"] and evaluation["status"] != "correct":
+        raise typer.Exit(3)
+
+
+@app.command()
+@friendly
+def submit(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
+    task_slug: Annotated[str, typer.Option("--task", help="The task's slug.")],
+    wait: Annotated[bool, typer.Option(help="Wait for the evaluation and show it.")] = False,
+    private: Annotated[bool, typer.Option(help="Hide the source from other users.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Upload a kernel file (class ModelNew) for a task."""
+    api = _state(ctx).api
+    submission = api.upload(
+        "/api/submissions/",
+        field="file",
+        file=file,
+        data={"task": task_slug, "is_public": str(not private).lower()},
+    )
+    if not as_json:
+        console.print(
+            f"Submission {submission['id']} for {submission['task']}: {api.server}"
+            f"/submissions/{submission['id']}/"
+        )
+    if wait:
+        submission = _wait_for_submission(api, submission["id"])
+    _finish(submission, as_json) if (wait or as_json) else None
+
+
+@app.command()
+@friendly
+def status(
+    ctx: typer.Context,
+    submission_id: Annotated[int, typer.Argument(metavar="ID")],
+    wait: Annotated[bool, typer.Option(help="Follow it live until it finishes.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """A submission's evaluation: state, then the per-workload table."""
+    api = _state(ctx).api
+    if wait:
+        submission = _wait_for_submission(api, submission_id)
+    else:
+        submission = api.get(f"/api/submissions/{submission_id}/")
+    _finish(submission, as_json)
+
+
+def _task_slugs(api: Api) -> frozenset[str]:
+    return frozenset(t["slug"] for t in api.pages("/api/tasks/"))
+
+
+@app.command("pack-run")
+@friendly
+def pack_run(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where to write (DIR.zip).")
+    ] = None,
+) -> None:
+    """Zip a run folder into a bundle, checked with the portal's own rules."""
+    data = bundle_pack(directory)
+    bundle = bundle_check(data, task_slugs=_task_slugs(_state(ctx).api))
+    if not bundle.ok:
+        for e in bundle.errors:
+            where = ":".join(str(p) for p in (e.file, e.line) if p is not None)
+            err_console.print(f"{where or 'bundle'}: {e.message}", markup=False, highlight=False)
+        raise ClientError(f"{len(bundle.errors)} problem(s); no bundle written")
+    target = output or directory.resolve().with_suffix(".zip")
+    target.write_bytes(data)
+    assert bundle.manifest is not None
+    console.print(
+        f"Wrote {target} ({len(data):,} bytes): {len(bundle.kernels)} kernel(s), "
+        f"{len(bundle.traces)} trace(s), {len(bundle.proposals)} proposal(s), "
+        f"condition {bundle.manifest.condition}."
+    )
+
+
+@app.command("submit-run")
+@friendly
+def submit_run(
+    ctx: typer.Context,
+    bundle: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
+    private: Annotated[bool, typer.Option(help="Hide the run from other users.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Upload a run bundle (zip), with a progress bar."""
+    api = _state(ctx).api
+    size = bundle.stat().st_size
+    columns = (
+        TextColumn("uploading {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=as_json) as progress:
+        bar = progress.add_task(bundle.name, total=size)
+        created = api.upload(
+            "/api/runs/",
+            field="bundle",
+            file=bundle,
+            data={"is_public": str(not private).lower()},
+            advance=lambda n: progress.advance(bar, n),
+        )
+    if as_json:
+        return print_json(created)
+    console.print(f"Run {created['id']}: {created['url']}")
+    return None
+
+
+@app.command()
+@friendly
+def runs(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The runs you may see, newest first."""
+    items = list(_state(ctx).api.pages("/api/runs/"))
+    if as_json:
+        return print_json(items)
+    columns = ["id", "owner", "model", "agent", "condition", "state", "pair", "created_at"]
+    console.print(table(None, items, columns))
+    return None
+
+
+@app.command()
+@friendly
+def run(
+    ctx: typer.Context,
+    run_id: Annotated[int, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+) -> None:
+    """One run: its manifest, state, and each task's result beside its twin's."""
+    detail = _state(ctx).api.get(f"/api/runs/{run_id}/")
+    if as_json:
+        return print_json(detail)
+    run_show(detail)
+    return None
+
+
+class BoardFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def _filters(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ClientError(f"--filter {pair!r}: write KEY=VALUE")
+        out[key] = value
+    return out
+
+
+@app.command()
+@friendly
+def leaderboard(
+    ctx: typer.Context,
+    fmt: Annotated[BoardFormat, typer.Option("--format", help="How to print it.")] = (
+        BoardFormat.table
+    ),
+    task_slug: Annotated[str | None, typer.Option("--task", help="Only this task.")] = None,
+    condition: Annotated[str | None, typer.Option(help="e.g. none, L1+L2+L3.")] = None,
+    model: Annotated[str | None, typer.Option(help="Only runs of this model.")] = None,
+    hardware: Annotated[str | None, typer.Option(help="Only results timed on this GPU.")] = None,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option("--filter", help="Any other filter of the API, KEY=VALUE (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The leaderboard (GET /api/leaderboard/), as a table, CSV or JSON."""
+    api = _state(ctx).api
+    params: dict[str, Any] = {
+        "task": task_slug,
+        "condition": condition,
+        "model": model,
+        "hardware": hardware,
+        **_filters(filters or []),
+    }
+    params = {k: v for k, v in params.items() if v not in (None, "")}
+    if fmt is BoardFormat.csv:
+        response = api.request("GET", "/api/leaderboard/", params={**params, "format": "csv"})
+        sys.stdout.write(response.text)
+        return None
+    data = api.get("/api/leaderboard/", **params)
+    if as_json or fmt is BoardFormat.json:
+        return print_json(data)
+    rows = data.get("results", data.get("rows")) if isinstance(data, dict) else data
+    console.print(rows_table(list(rows or []), title="Leaderboard"))
+    return None
+
+
+@app.command()
+@friendly
+def check(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
+    task_slug: Annotated[str, typer.Option("--task", help="The task's slug.")],
+    mode: Annotated[str, typer.Option(help="auto, interpret or cuda.")] = "auto",
+    catalog: Annotated[
+        Path | None, typer.Option(help="The catalog folder (default: the portal's own).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evaluate a kernel file locally with the portal's evaluator (the evaluator extra)."""
+    try:
+        from evaluator.cli import main as evaluator_main
+    except ImportError as exc:
+        raise ClientError(
+            f"d2k check needs the portal's evaluator ({exc}): install a D2K Portal checkout "
+            "with `pip install -e '.[evaluator]'` and the client with `pip install "
+            "'./client[evaluator]'`"
+        ) from exc
+    argv = ["check", str(file), "--task", task_slug, "--mode", mode]
+    if catalog is not None:
+        argv += ["--catalog", str(catalog)]
+    if as_json:
+        argv.append("--json")
+    raise typer.Exit(evaluator_main(argv))
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main", "server_normalize"]
