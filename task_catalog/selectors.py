@@ -21,6 +21,7 @@ from evaluator.models import (
     WorkloadResult,
 )
 from evaluator.services.baselines import EXPERT_USERNAME
+from moderation.selectors import submission_rankable_q
 
 from .models import DesignProperty, Guidance, Level, Task, Workload
 
@@ -116,8 +117,8 @@ def task_ranking(*, task: Task, limit: int | None = None) -> list[RankingRow]:
         return []
     evaluations = (
         Evaluation.objects.filter(
+            submission_rankable_q("submission__"),
             submission__task_version_id=task.current_version_id,
-            submission__is_public=True,
             status=EvaluationStatus.CORRECT,
             mode="cuda",
         )
