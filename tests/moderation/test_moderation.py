@@ -28,7 +28,7 @@ def staff():
 
 
 def _ranked(submission):
-    return [row.evaluation.submission_id for row in task_ranking(task=submission.task)]
+    return [row.submission_id for row in task_ranking(task=submission.task)]
 
 
 @pytest.mark.parametrize(

@@ -171,7 +171,7 @@ def _detail(client, submission):
 def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     client, finished, django_assert_num_queries
 ):
-    with django_assert_num_queries(3):  # submission, latest evaluation, its results
+    with django_assert_num_queries(4):  # submission, latest evaluation, its results, moderation
         response = _detail(client, finished.submission)
     body = response.content.decode()
     assert response.status_code == 200
