@@ -67,7 +67,7 @@ def test_no_generated_request_gets_a_5xx(run_tasks, settings):
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        def fuzz(case, operation=operation) -> None:
+        def fuzz(case) -> None:
             valid_body(case)
             response = case.call(headers=next(headers))
             statuses[response.status_code] += 1
