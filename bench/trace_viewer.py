@@ -153,7 +153,7 @@ def main() -> None:
     setup_test_environment()
     connection.creation.create_test_db(verbosity=0)
 
-    from django.contrib.auth.models import User
+    from django.contrib.auth import get_user_model
 
     from runs.models import Run
     from runs.services import run_create_from_bundle
@@ -165,7 +165,7 @@ def main() -> None:
     )
     task.current_version = version
     task.save()
-    owner = User.objects.create(username="bench")
+    owner = get_user_model().objects.create(username="bench")
 
     def upload(raw: bytes, final: str) -> tuple[Run, int]:
         buffer = io.BytesIO()

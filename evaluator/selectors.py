@@ -13,10 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Max, OuterRef, Prefetch, Subquery
 from django.utils import timezone
 
+from accounts.models import User
 from evaluator.models import Evaluation, EvaluationStatus, WorkerBeat, WorkloadResult
 from evaluator.services.pools import pool_queue
 from submissions.models import Submission

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -16,7 +19,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import authenticated_user
+from core.auth import HasScope, authenticated_user
+from core.quotas import QuotaExceeded
+from core.sizes import too_large_message
+from moderation.selectors import moderation_actions_for
+from moderation.services import moderation_act
 from runs.bundle import BundleError
 from runs.models import Run
 from runs.selectors import (
@@ -26,8 +33,14 @@ from runs.selectors import (
     run_get_for_viewer,
     run_list_for_viewer,
 )
-from runs.services import BundleRejected, run_create_from_bundle
+from runs.services import BundleRejected, run_create_from_bundle, run_visibility_set
 from scoring.selectors import run_scores_view
+from submissions.api import (
+    ERRORS,
+    ModerationActionSerializer,
+    VisibilitySerializer,
+    quota_refusal,
+)
 
 ERROR_BODY = inline_serializer(
     "RunBundleErrors",
@@ -48,7 +61,7 @@ ERROR_BODY = inline_serializer(
 
 class RunUploadSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="The run bundle (zip), see docs/run-format.md.")
-    is_public = serializers.BooleanField(required=False, default=True)
+    is_public = serializers.BooleanField(required=False, default=False)
 
 
 def _errors(errors: list[BundleError] | tuple[BundleError, ...]) -> Response:
@@ -107,6 +120,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "catalog_version": run.catalog_version,
         "notes": run.notes,
         "is_public": run.is_public,
+        "moderation": run.moderation,
         "is_example": run.is_example,
         "example_label": detail.example_label,
         "state": detail.state,
@@ -145,6 +159,7 @@ class RunListItemSerializer(serializers.ModelSerializer):
             "catalog_version",
             "state",
             "is_public",
+            "moderation",
             "is_example",
             "pair",
             "created_at",
@@ -158,7 +173,7 @@ class RunListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     def get_permissions(self) -> list[Any]:
-        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("upload")]
 
     @extend_schema(responses=RunListItemSerializer(many=True))
     def get(self, request: Request) -> Response:
@@ -175,6 +190,10 @@ class RunListCreateApi(APIView):
                 "RunCreated", {"id": serializers.IntegerField(), "url": serializers.URLField()}
             ),
             400: OpenApiResponse(ERROR_BODY, description="Every problem of the bundle."),
+            401: ERRORS[401],
+            403: ERRORS[403],
+            413: OpenApiResponse(description="The request body is over the size limit."),
+            429: OpenApiResponse(description="Over a quota; Retry-After says when to retry."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -184,13 +203,13 @@ class RunListCreateApi(APIView):
             return _errors([BundleError(None, None, message)])
         try:
             is_public = serializers.BooleanField().to_internal_value(
-                request.POST.get("is_public", True)
+                request.POST.get("is_public", False)
             )
         except serializers.ValidationError:
             return _errors([BundleError(None, None, "`is_public` must be true or false.")])
         limit = settings.D2K_RUN_BUNDLE_MAX_BYTES
         if upload.size > limit:
-            message = f"The bundle is {upload.size:,} bytes; the limit is {limit:,} bytes."
+            message = too_large_message(what="The bundle", size=upload.size, limit=limit)
             return _errors([BundleError(None, None, message)])
         data = upload.read(limit + 1)
         try:
@@ -199,12 +218,18 @@ class RunListCreateApi(APIView):
             )
         except BundleRejected as exc:
             return _errors(exc.errors)
+        except QuotaExceeded as exc:
+            raise quota_refusal(exc) from exc
         url = request.build_absolute_uri(reverse("runs:detail", args=[run.pk]))
         return Response({"id": run.pk, "url": url}, status=status.HTTP_201_CREATED)
 
 
 class RunDetailApi(APIView):
-    permission_classes = [AllowAny]
+    """`GET`: the run. `PATCH {"is_public": …}`: the owner publishes or unpublishes it
+    (with its kernels)."""
+
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("upload")]
 
     @extend_schema(
         responses=OpenApiResponse(
@@ -217,3 +242,48 @@ class RunDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         run = run_get_for_viewer(user=request.user, pk=pk)
         return Response(run_detail_data(run_detail(run=run, user=request.user), request))
+
+    @extend_schema(request=VisibilitySerializer, responses={200: OpenApiResponse(), **ERRORS})
+    def patch(self, request: Request, pk: int) -> Response:
+        run = run_get_for_viewer(user=request.user, pk=pk)
+        serializer = VisibilitySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            run_visibility_set(
+                run=run,
+                user=authenticated_user(request.user),
+                is_public=serializer.validated_data["is_public"],
+            )
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(run_detail_data(run_detail(run=run, user=request.user), request))
+
+
+class RunModerationApi(APIView):
+    """`GET`: the moderators' actions on a run the caller may see. `POST`: a moderator
+    (staff) acts on the run and each of its kernels."""
+
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+
+    @extend_schema(responses={200: ModerationActionSerializer(many=True), 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        run = run_get_for_viewer(user=request.user, pk=pk)
+        return Response(ModerationActionSerializer(moderation_actions_for(run=run), many=True).data)
+
+    @extend_schema(
+        request=ModerationActionSerializer, responses={201: ModerationActionSerializer, **ERRORS}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        run = run_get_for_viewer(user=request.user, pk=pk)
+        serializer = ModerationActionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            action = moderation_act(
+                actor=authenticated_user(request.user), run=run, **serializer.validated_data
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.messages) from exc
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(ModerationActionSerializer(action).data, status=status.HTTP_201_CREATED)

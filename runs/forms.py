@@ -1,6 +1,7 @@
 from django import forms
 from django.conf import settings
 
+from core.sizes import too_large_message
 from runs.models import Run
 
 
@@ -11,9 +12,10 @@ class BundleUploadForm(forms.Form):
     )
     is_public = forms.BooleanField(
         required=False,
-        initial=True,
-        label="Public",
-        help_text="A public run (kernels, traces, proposals, results) is visible to everyone.",
+        initial=False,
+        label="Publish now",
+        help_text="Unticked, the run (kernels, traces, proposals, results) is yours alone "
+        "(and the moderators'); you can publish it later from its page.",
     )
 
     def clean_bundle(self):
@@ -21,7 +23,7 @@ class BundleUploadForm(forms.Form):
         limit = settings.D2K_RUN_BUNDLE_MAX_BYTES
         if upload.size > limit:
             raise forms.ValidationError(
-                f"The bundle is {upload.size:,} bytes; the limit is {limit:,} bytes."
+                too_large_message(what="The bundle", size=upload.size, limit=limit)
             )
         return upload
 

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from core.models import BaseModel
+from moderation.models import ModerationState
 
 DEFAULT_TURN_BUDGET = 350
 
@@ -32,7 +33,12 @@ class Run(BaseModel):
         max_length=16, help_text="Digest of the catalog's task versions at upload."
     )
     notes = models.TextField(blank=True)
-    is_public = models.BooleanField(default=True)
+    is_public = models.BooleanField(
+        default=False, help_text="Private (owner and staff only) until the owner publishes it."
+    )
+    moderation = models.CharField(
+        max_length=10, choices=ModerationState.choices, default=ModerationState.NONE, blank=True
+    )
     is_example = models.BooleanField(
         default=False, help_text="Example data written by hand, not an agent's output."
     )

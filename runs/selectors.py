@@ -7,12 +7,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser
 from django.core.files.storage import default_storage
 from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils.safestring import SafeString
 
+from accounts.models import User
 from evaluator.models import Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace

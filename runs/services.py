@@ -5,18 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.models import User
+from core.quotas import quota_check_upload
 from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import trace_pack, trace_summarize
+from submissions.models import Submission
 from submissions.services import submission_create
 from task_catalog.models import Task
 from task_catalog.prompts import task_prompt
@@ -50,12 +53,18 @@ def bundle_limits() -> BundleLimits:
 
 
 def run_create_from_bundle(
-    *, owner: User, data: bytes, is_public: bool = True, is_example: bool = False
+    *,
+    owner: User,
+    data: bytes,
+    is_public: bool = False,
+    is_example: bool = False,
+    enforce_quota: bool = True,
 ) -> Run:
     """Validate the bundle, store the run with its traces and proposals, make each kernel
     a submission of the run queued for evaluation, and pair the run with its twin.
 
-    Raises BundleRejected with every problem found; then nothing is stored.
+    Raises BundleRejected with every problem found; then nothing is stored; and
+    QuotaExceeded past the owner's quotas (core.quotas).
     """
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
@@ -64,6 +73,8 @@ def run_create_from_bundle(
     prompt_errors = _prompt_hash_errors(bundle.manifest)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
+    if enforce_quota:
+        quota_check_upload(user=owner, evaluations=len(bundle.kernels))
     written: list[str] = []
     try:
         with transaction.atomic():
@@ -291,7 +302,7 @@ def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
     from accounts.services import bot_user_create
     from runs.examples import EXAMPLE_RUNS, example_bundle_build
 
-    user = User.objects.filter(username=EXAMPLE_USERNAME).first() or bot_user_create(
+    user = get_user_model().objects.filter(username=EXAMPLE_USERNAME).first() or bot_user_create(
         username=EXAMPLE_USERNAME
     )
     version = catalog_version_current()
@@ -301,7 +312,22 @@ def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
     tasks = sorted(slugs & set(tasks)) if tasks is not None else sorted(slugs)
     return [
         run_create_from_bundle(
-            owner=user, data=example_bundle_build(name=name, tasks=tasks), is_example=True
+            owner=user,
+            data=example_bundle_build(name=name, tasks=tasks),
+            is_public=True,
+            is_example=True,
+            enforce_quota=False,
         )
         for name in EXAMPLE_RUNS
     ]
+
+
+@transaction.atomic
+def run_visibility_set(*, run: Run, user: User, is_public: bool) -> Run:
+    """Publish or unpublish a run with its kernels: its owner (or staff) only."""
+    if not (user.is_staff or run.owner_id == user.pk):
+        raise PermissionDenied("Only the owner publishes or unpublishes a run.")
+    run.is_public = is_public
+    run.save(update_fields=["is_public", "updated_at"])
+    Submission.objects.filter(run=run).update(is_public=is_public, updated_at=timezone.now())
+    return run

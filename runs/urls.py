@@ -9,6 +9,8 @@ urlpatterns = [
     path("new/", views.upload, name="upload"),
     path("<int:pk>/", views.detail, name="detail"),
     path("<int:pk>/pair/", views.pair, name="pair"),
+    path("<int:pk>/visibility/", views.visibility, name="visibility"),
+    path("<int:pk>/moderate/", views.moderate, name="moderate"),
     path("<int:pk>/traces/<slug:task>/", views.trace, name="trace"),
     path("<int:pk>/traces/<slug:task>/raw/", views.trace_raw, name="trace_raw"),
 ]

@@ -1,12 +1,16 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from core.auth import authenticated_user
+from core.quotas import QuotaExceeded
+from moderation.forms import ModerationForm
+from moderation.selectors import moderation_actions_for
+from moderation.services import moderation_act
 from runs.bundle import schema_load
 from runs.forms import BundleUploadForm, PairForm
 from runs.selectors import (
@@ -18,7 +22,13 @@ from runs.selectors import (
     trace_get_for_viewer,
     trace_page,
 )
-from runs.services import BundleRejected, run_create_from_bundle, run_pair, run_unpair
+from runs.services import (
+    BundleRejected,
+    run_create_from_bundle,
+    run_pair,
+    run_unpair,
+    run_visibility_set,
+)
 from runs.traces import KNOWN_TYPES, MALFORMED
 from scoring.selectors import run_scores_view
 
@@ -34,6 +44,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def upload(request: HttpRequest) -> HttpResponse:
     form = BundleUploadForm(request.POST or None, request.FILES or None)
     errors = []
+    status = 400 if form.is_bound else 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data["bundle"].read()
         try:
@@ -44,10 +55,12 @@ def upload(request: HttpRequest) -> HttpResponse:
             )
         except BundleRejected as exc:
             errors = list(exc.errors)
+        except QuotaExceeded as exc:
+            form.add_error(None, exc.message)
+            status = 429
         else:
             messages.success(request, f"Run #{run.pk} is stored; its kernels are queued.")
             return redirect("runs:detail", pk=run.pk)
-    status = 400 if form.is_bound else 200
     return render(request, "runs/upload.html", {"form": form, "errors": errors}, status=status)
 
 
@@ -57,10 +70,45 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     context: dict[str, object] = {
         "detail": detail,
         "scores": run_scores_view(run=run, pair=detail.pair),
+        "run": run,
+        "moderation_actions": moderation_actions_for(run=run),
+        "is_owner": request.user.is_authenticated and request.user.pk == run.owner_id,
     }
-    if request.user.is_authenticated and request.user.pk == run.owner_id:
+    if context["is_owner"]:
         context["pair_form"] = PairForm(candidates=run_pair_candidates(run=run))
+    if request.user.is_authenticated and request.user.is_staff:
+        context["moderation_form"] = ModerationForm()
     return render(request, "runs/detail.html", context)
+
+
+@login_required
+@require_POST
+def visibility(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_get_for_viewer(user=request.user, pk=pk)
+    is_public = request.POST.get("is_public") == "true"
+    run_visibility_set(run=run, user=authenticated_user(request.user), is_public=is_public)
+    word = "published: everyone sees it" if is_public else "private: only you see it"
+    messages.success(request, f"Run #{run.pk} and its kernels are {word}.")
+    return redirect("runs:detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def moderate(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_get_for_viewer(user=request.user, pk=pk)
+    user = authenticated_user(request.user)
+    if not user.is_staff:
+        raise PermissionDenied("Only moderators moderate results.")
+    form = ModerationForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError("Choose an action and give a reason.")
+        action = moderation_act(actor=user, run=run, **form.cleaned_data)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"{action.get_kind_display().capitalize()}: logged.")
+    return redirect("runs:detail", pk=run.pk)
 
 
 @login_required

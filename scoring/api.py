@@ -12,11 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import authenticated_user
+from core.auth import JUDGE_PERMISSION, HasScope, authenticated_user
 from scoring.selectors import task_rubric
 from scoring.services import AssessmentsInvalid, assessment_record
-
-JUDGE_PERMISSION = "scoring.add_judge_assessment"
 
 
 class IsJudge(BasePermission):
@@ -48,6 +46,10 @@ class AssessmentCreateApi(APIView):
 
     parser_classes = [JSONParser]
     permission_classes = [IsAuthenticated, IsJudge]
+
+    def get_permissions(self):
+        # A token must carry the judge scope too (a session needs only the permission).
+        return [*super().get_permissions(), HasScope("judge")]
 
     @extend_schema(
         request=ITEM,

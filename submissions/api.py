@@ -5,26 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import authenticated_user
+from core.auth import HasScope, authenticated_user
+from core.quotas import QuotaExceeded
 from evaluator.selectors import (
     RESULT_FIELDS,
     evaluation_job_view,
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
+from moderation.models import ModerationKind
+from moderation.selectors import moderation_actions_for
+from moderation.services import moderation_act
 from submissions.models import Submission
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
-from submissions.services import submission_upload
+from submissions.services import submission_upload, submission_visibility_set
 from task_catalog.models import Task
 
 # Copied from the Evaluation row as they are; message, log and results go through
@@ -114,6 +119,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "filename",
             "sha256",
             "is_public",
+            "moderation",
             "created_at",
         )
 
@@ -157,7 +163,9 @@ class SubmissionCreateSerializer(serializers.Serializer):
         required=False, allow_blank=True, trim_whitespace=False, help_text="Or the source, as JSON."
     )
     filename = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    is_public = serializers.BooleanField(required=False, default=True)
+    is_public = serializers.BooleanField(
+        required=False, default=False, help_text="Publish at once (default: private)."
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         has_file, has_source = "file" in data, "source" in data
@@ -174,10 +182,39 @@ def _validation_detail(error: DjangoValidationError) -> Any:
     return {"non_field_errors": error.messages}
 
 
-class SubmissionListCreateApi(APIView):
-    permission_classes = [IsAuthenticated]
+class VisibilitySerializer(serializers.Serializer):
+    is_public = serializers.BooleanField(help_text="true publishes, false makes it private.")
 
-    @extend_schema(responses=SubmissionListItemSerializer(many=True))
+
+class ModerationActionSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=ModerationKind.choices)
+    reason = serializers.CharField()
+    state_after = serializers.CharField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+ERRORS = {
+    400: OpenApiResponse(description="The request was refused; `detail` or the fields say why."),
+    401: OpenApiResponse(description="No or an invalid token."),
+    403: OpenApiResponse(description="The token lacks the scope, or the caller the right."),
+    404: OpenApiResponse(description="No such submission, or not one the caller may see."),
+}
+
+
+def quota_refusal(exc: QuotaExceeded) -> Throttled:
+    """429 with Retry-After (DRF's Throttled) and the quota's own sentence."""
+    return Throttled(wait=exc.retry_after_s, detail=exc.message)
+
+
+class SubmissionListCreateApi(APIView):
+    def get_permissions(self) -> list[Any]:
+        if self.request.method == "POST":
+            return [HasScope("upload")]
+        return [IsAuthenticated()]
+
+    @extend_schema(
+        responses={200: SubmissionListItemSerializer(many=True), 401: ERRORS[401]},
+    )
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(
@@ -186,7 +223,10 @@ class SubmissionListCreateApi(APIView):
         return paginator.get_paginated_response(SubmissionListItemSerializer(page, many=True).data)
 
     @extend_schema(
-        request=SubmissionCreateSerializer,
+        request={
+            "multipart/form-data": SubmissionCreateSerializer,
+            "application/json": SubmissionCreateSerializer,
+        },
         responses={
             201: SubmissionDetailSerializer,
             200: OpenApiResponse(
@@ -194,6 +234,10 @@ class SubmissionListCreateApi(APIView):
                 description="The same file for the same task version was uploaded before.",
             ),
             400: OpenApiResponse(description="The upload was refused; the body says why."),
+            401: ERRORS[401],
+            403: ERRORS[403],
+            413: OpenApiResponse(description="The request body is over the size limit."),
+            429: OpenApiResponse(description="Over a quota; Retry-After says when to retry."),
             503: OpenApiResponse(description="The database or the queue is unavailable."),
         },
     )
@@ -202,9 +246,10 @@ class SubmissionListCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         upload = data.get("file")
+        size = None
         if upload is not None:
             source: str | bytes = upload.read(settings.D2K_MAX_UPLOAD_BYTES + 1)
-            filename = data.get("filename") or upload.name
+            filename, size = data.get("filename") or upload.name, upload.size
         else:
             source, filename = data["source"], data.get("filename")
         try:
@@ -214,9 +259,12 @@ class SubmissionListCreateApi(APIView):
                 source=source,
                 filename=filename,
                 is_public=data["is_public"],
+                size=size,
             )
         except DjangoValidationError as exc:
             raise ValidationError(_validation_detail(exc)) from exc
+        except QuotaExceeded as exc:
+            raise quota_refusal(exc) from exc
         body = SubmissionDetailSerializer(upload.submission, context={"user": request.user}).data
         # The same file again is the submission already stored: 200 with its id.
         code = status.HTTP_201_CREATED if upload.created else status.HTTP_200_OK
@@ -224,9 +272,67 @@ class SubmissionListCreateApi(APIView):
 
 
 class SubmissionDetailApi(APIView):
-    permission_classes = [AllowAny]
+    """`GET`: the submission with its latest evaluation. `PATCH {"is_public": …}`: the
+    owner publishes or unpublishes it."""
 
-    @extend_schema(responses=SubmissionDetailSerializer)
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("upload")]
+
+    @extend_schema(responses={200: SubmissionDetailSerializer, 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:
         submission = submission_get_for_viewer(user=request.user, pk=pk)
         return Response(SubmissionDetailSerializer(submission, context={"user": request.user}).data)
+
+    @extend_schema(
+        request=VisibilitySerializer,
+        responses={200: SubmissionDetailSerializer, **ERRORS},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        submission = submission_get_for_viewer(user=request.user, pk=pk)
+        serializer = VisibilitySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            submission_visibility_set(
+                submission=submission,
+                user=authenticated_user(request.user),
+                is_public=serializer.validated_data["is_public"],
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(_validation_detail(exc)) from exc
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(SubmissionDetailSerializer(submission, context={"user": request.user}).data)
+
+
+class SubmissionModerationApi(APIView):
+    """`GET`: the moderators' actions on a submission the caller may see. `POST`: a
+    moderator (staff) acts on it: flag, mark_hacked, clear, verify, rerun, withdraw."""
+
+    def get_permissions(self) -> list[Any]:
+        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+
+    @extend_schema(responses={200: ModerationActionSerializer(many=True), 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        submission = submission_get_for_viewer(user=request.user, pk=pk)
+        actions = moderation_actions_for(submission=submission)
+        return Response(ModerationActionSerializer(actions, many=True).data)
+
+    @extend_schema(
+        request=ModerationActionSerializer,
+        responses={201: ModerationActionSerializer, **ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        submission = submission_get_for_viewer(user=request.user, pk=pk)
+        serializer = ModerationActionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            action = moderation_act(
+                actor=authenticated_user(request.user),
+                submission=submission,
+                **serializer.validated_data,
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(_validation_detail(exc)) from exc
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(ModerationActionSerializer(action).data, status=status.HTTP_201_CREATED)

@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from core.sizes import too_large_message
 from task_catalog.models import Task
 
 
@@ -25,9 +26,10 @@ class UploadForm(forms.Form):
     )
     is_public = forms.BooleanField(
         required=False,
-        initial=True,
-        label="Public",
-        help_text="Public submissions (code and results) are visible to everyone.",
+        initial=False,
+        label="Publish now",
+        help_text="Unticked, only you (and the moderators) see the code and results; "
+        "you can publish it later from its page.",
     )
 
     def clean(self) -> dict[str, Any]:
@@ -41,7 +43,9 @@ class UploadForm(forms.Form):
             raise ValidationError("Upload a .py file or paste the kernel's source.")
         limit = settings.D2K_MAX_UPLOAD_BYTES
         if upload and upload.size > limit:
-            self.add_error("file", f"The file is {upload.size:,} bytes; the limit is {limit:,}.")
+            self.add_error(
+                "file", too_large_message(what="The file", size=upload.size, limit=limit)
+            )
         return data
 
     def submission_kwargs(self) -> dict[str, Any]:
@@ -50,10 +54,11 @@ class UploadForm(forms.Form):
         if upload:
             # One byte past the limit is enough for the service to say "too large".
             source: str | bytes = upload.read(settings.D2K_MAX_UPLOAD_BYTES + 1)
-            filename = upload.name
+            filename, size = upload.name, upload.size
         else:
-            source, filename = data["source"], None
+            source, filename, size = data["source"], None, None
         return {
+            "size": size,
             "task": data["task"],
             "source": source,
             "filename": filename,

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from core.models import BaseModel
+from moderation.models import ModerationState
 
 
 class Submission(BaseModel):
@@ -19,7 +20,12 @@ class Submission(BaseModel):
     filename = models.CharField(max_length=200, default="kernel.py")
     source = models.TextField()
     sha256 = models.CharField(max_length=64, db_index=True)
-    is_public = models.BooleanField(default=True)
+    is_public = models.BooleanField(
+        default=False, help_text="Private (owner and staff only) until the owner publishes it."
+    )
+    moderation = models.CharField(
+        max_length=10, choices=ModerationState.choices, default=ModerationState.NONE, blank=True
+    )
     run = models.ForeignKey(
         "runs.Run", on_delete=models.CASCADE, null=True, blank=True, related_name="submissions"
     )

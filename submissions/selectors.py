@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404
 
+from accounts.models import User
 from evaluator.models import Evaluation
 from submissions.models import Submission
 

@@ -9,10 +9,12 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from accounts.models import User
+from core.quotas import quota_check_upload
+from core.sizes import too_large_message
 from core.unavailable import ServiceUnavailable
 from evaluator.services import broker_ping, evaluation_create
 from submissions.models import Submission
@@ -26,14 +28,21 @@ MODEL_CLASS = "ModelNew"
 _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def submission_source_clean(source: str | bytes) -> str:
+MAX_LINE_CHARS = 10_000
+
+
+def submission_source_clean(source: str | bytes, *, size: int | None = None) -> str:
     """The submitted text, or a ValidationError saying why it cannot be a text file
-    we store (size, binary content, encoding, emptiness)."""
+    we store (size, binary content, encoding, emptiness, a line no editor shows).
+
+    `size`: the whole file's size when `source` is only its first bytes (a door reads
+    one byte past the limit, never a 50 MB upload into memory)."""
     limit = settings.D2K_MAX_UPLOAD_BYTES
     raw = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
-    if len(raw) > limit:
+    size = max(size or 0, len(raw))
+    if size > limit:
         raise ValidationError(
-            f"The file is {len(raw):,} bytes; the limit is {limit:,} bytes.", code="too_large"
+            too_large_message(what="The file", size=size, limit=limit), code="too_large"
         )
     if b"\x00" in raw:
         raise ValidationError("The file looks binary; upload a Python source file.", code="binary")
@@ -46,6 +55,13 @@ def submission_source_clean(source: str | bytes) -> str:
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise ValidationError("The file is empty.", code="empty")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line) > MAX_LINE_CHARS:
+            raise ValidationError(
+                f"Line {number} is {len(line):,} characters long; a kernel's lines may be "
+                f"at most {MAX_LINE_CHARS:,} (is it minified or generated data?).",
+                code="line_too_long",
+            )
     return text
 
 
@@ -117,7 +133,7 @@ def submission_create(
     task: Task | str,
     source: str | bytes,
     filename: str | None = DEFAULT_FILENAME,
-    is_public: bool = True,
+    is_public: bool = False,
     run: Run | None = None,
 ) -> Submission:
     """Store a kernel file pinned to the task's current version and queue its evaluation.
@@ -177,14 +193,16 @@ def submission_upload(
     task: Task | str,
     source: str | bytes,
     filename: str | None = DEFAULT_FILENAME,
-    is_public: bool = True,
+    is_public: bool = False,
+    size: int | None = None,
 ) -> Upload:
     """An upload of one kernel through a door (page or API): checked for what cannot be
     a kernel first, and the same file for the same task version by the same owner is
-    the submission already stored (`created` False), never a second evaluation."""
+    the submission already stored (`created` False), never a second evaluation.
+    Raises QuotaExceeded past the owner's quotas (core.quotas)."""
     task = _task_resolve(task)
     try:
-        text = submission_source_clean(source)
+        text = submission_source_clean(source, size=size)
         submission_structure_check(text)
     except ValidationError as exc:
         raise ValidationError({"source": exc.messages}, code=exc.code) from exc
@@ -201,7 +219,22 @@ def submission_upload(
     )
     if existing is not None:
         return Upload(submission=existing, created=False)
+    quota_check_upload(user=owner)
     submission = submission_create(
         owner=owner, task=task, source=text, filename=filename, is_public=is_public
     )
     return Upload(submission=submission, created=True)
+
+
+def submission_visibility_set(*, submission: Submission, user: User, is_public: bool) -> Submission:
+    """Publish or unpublish a submission: its owner (or staff) only; a kernel of a run
+    follows its run."""
+    if not (user.is_staff or submission.owner_id == user.pk):
+        raise PermissionDenied("Only the owner publishes or unpublishes a submission.")
+    if submission.run_id is not None:
+        raise ValidationError(
+            {"is_public": f"This kernel belongs to run #{submission.run_id}: publish the run."}
+        )
+    submission.is_public = is_public
+    submission.save(update_fields=["is_public", "updated_at"])
+    return submission

@@ -8,4 +8,6 @@ urlpatterns = [
     path("new/", views.upload, name="upload"),
     path("mine/", views.mine, name="mine"),
     path("<int:pk>/", views.detail, name="detail"),
+    path("<int:pk>/visibility/", views.visibility, name="visibility"),
+    path("<int:pk>/moderate/", views.moderate, name="moderate"),
 ]

@@ -1,20 +1,25 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from core.auth import authenticated_user
+from core.quotas import QuotaExceeded
 from core.unavailable import UNAVAILABLE, unavailable_message
 from evaluator.selectors import (
     evaluation_job_view,
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
+from moderation.forms import ModerationForm
+from moderation.selectors import moderation_actions_for
+from moderation.services import moderation_act
 from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
-from submissions.services import submission_upload
+from submissions.services import submission_upload, submission_visibility_set
 
 
 @login_required
@@ -28,6 +33,9 @@ def upload(request: HttpRequest) -> HttpResponse:
             )
         except ValidationError as exc:
             form.add_service_error(exc)
+        except QuotaExceeded as exc:
+            form.add_error(None, exc.message)
+            status = 429
         except UNAVAILABLE as exc:
             form.add_error(None, unavailable_message(exc))
             status = 503
@@ -56,9 +64,50 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = evaluation_latest_for_submission(submission=submission)
     view = evaluation and evaluation_view_for_viewer(evaluation=evaluation, user=request.user)
     job = evaluation and evaluation_job_view(evaluation=evaluation)
-    levels = submission_properties_view(submission=submission, evaluation=evaluation)
-    return render(
-        request,
-        "submissions/detail.html",
-        {"submission": submission, "evaluation": view, "job": job, "levels": levels},
-    )
+    context: dict[str, object] = {
+        "submission": submission,
+        "evaluation": view,
+        "job": job,
+        "levels": submission_properties_view(submission=submission, evaluation=evaluation),
+        "moderation_actions": moderation_actions_for(submission=submission),
+        "is_owner": request.user.is_authenticated and request.user.pk == submission.owner_id,
+    }
+    if request.user.is_authenticated and request.user.is_staff:
+        context["moderation_form"] = ModerationForm()
+    return render(request, "submissions/detail.html", context)
+
+
+@login_required
+@require_POST
+def visibility(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = submission_get_for_viewer(user=request.user, pk=pk)
+    is_public = request.POST.get("is_public") == "true"
+    try:
+        submission_visibility_set(
+            submission=submission, user=authenticated_user(request.user), is_public=is_public
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        word = "published: everyone sees it" if is_public else "private: only you see it"
+        messages.success(request, f"Submission #{submission.pk} is {word}.")
+    return redirect("submissions:detail", pk=submission.pk)
+
+
+@login_required
+@require_POST
+def moderate(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = submission_get_for_viewer(user=request.user, pk=pk)
+    user = authenticated_user(request.user)
+    if not user.is_staff:
+        raise PermissionDenied("Only moderators moderate results.")
+    form = ModerationForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError("Choose an action and give a reason.")
+        action = moderation_act(actor=user, submission=submission, **form.cleaned_data)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"{action.get_kind_display().capitalize()}: logged.")
+    return redirect("submissions:detail", pk=submission.pk)

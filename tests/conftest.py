@@ -48,13 +48,6 @@ def run_tasks(db):
 @pytest.fixture
 def uploader(db):
     """A user with an API client authenticated by token."""
-    from rest_framework.authtoken.models import Token
-    from rest_framework.test import APIClient
+    from tests.factories import UserFactory, token_client
 
-    from tests.factories import UserFactory
-
-    user = UserFactory(username="lab-bot")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    client.user = user
-    return client
+    return token_client(UserFactory(username="lab-bot"))

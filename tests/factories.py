@@ -146,3 +146,24 @@ class RunFactory(factory.django.DjangoModelFactory):
     hardware = "NVIDIA H200"
     catalog_version = "0123456789ab"
     state = "evaluating"
+    is_public = True
+
+
+# --- accounts (engineer accounts) ----------------------------------------------------
+
+
+def api_token_key(user, *, scopes=("upload",), name="tests") -> str:
+    """A fresh API token for `user` (hashed in the database), as the key a client sends."""
+    from accounts.services import token_issue
+
+    return token_issue(user=user, name=name, scopes=scopes).key
+
+
+def token_client(user, *, scopes=("upload",)):
+    """An APIClient sending `Authorization: Token <key>` for a new token of `user`."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_key(user, scopes=scopes)}")
+    client.user = user
+    return client

@@ -22,13 +22,14 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
     "core",
     "accounts",
+    "moderation",
     "task_catalog",
     "submissions",
     "evaluator",
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.errors.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -85,9 +87,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTH_USER_MODEL = "accounts.User"
+CSRF_FAILURE_VIEW = "core.errors.csrf_failure"
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "leaderboard:home"
 LOGOUT_REDIRECT_URL = "leaderboard:home"
+# Password reset e-mails: printed on the console unless D2K_EMAIL_URL names an SMTP server
+# (smtp+tls://user:password@host:587).
+vars().update(env.email_url("D2K_EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env("D2K_DEFAULT_FROM_EMAIL", default="D2K Portal <noreply@localhost>")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -113,7 +121,7 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "core.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -159,6 +167,11 @@ D2K_EVALUATOR_MODE = env("D2K_EVALUATOR_MODE", default="auto")  # auto | interpr
 D2K_EVALUATOR_TIMEOUT = env.int("D2K_EVALUATOR_TIMEOUT", default=600)
 D2K_EVALUATOR_PYTHON = env("D2K_EVALUATOR_PYTHON", default="")
 D2K_MAX_UPLOAD_BYTES = env.int("D2K_MAX_UPLOAD_BYTES", default=512 * 1024)
+# The largest request body anywhere but a run bundle's upload (core.errors): refused with 413.
+D2K_MAX_REQUEST_BYTES = env.int("D2K_MAX_REQUEST_BYTES", default=4 * 1024 * 1024)
+# Per-user quotas (core.quotas); staff are exempt.
+D2K_QUOTA_UPLOADS_PER_DAY = env.int("D2K_QUOTA_UPLOADS_PER_DAY", default=200)
+D2K_QUOTA_QUEUED_EVALUATIONS = env.int("D2K_QUOTA_QUEUED_EVALUATIONS", default=60)
 # Passed to the evaluator process (the worker hands it nothing else of its own environment).
 D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
 D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")

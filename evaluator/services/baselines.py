@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
 from django.db import transaction
 
+from accounts.models import User
 from evaluator.harness.spec import Verdict, environment_gpu
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write

@@ -7,11 +7,11 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import User
 from evaluator.harness.spec import Verdict
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
 from evaluator.services.jobs import (

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 
 from evaluator.models import FINISHED_STATUSES, Evaluation
+from moderation.selectors import submission_rankable_q
 from task_catalog.models import Task, Workload
 
 
@@ -31,7 +32,9 @@ def catalog_size() -> CatalogSize:
 def evaluation_latest_public(*, limit: int = 10) -> QuerySet[Evaluation]:
     """The latest finished evaluations of public submissions, newest first (one query)."""
     return (
-        Evaluation.objects.filter(status__in=FINISHED_STATUSES, submission__is_public=True)
+        Evaluation.objects.filter(
+            submission_rankable_q("submission__"), status__in=FINISHED_STATUSES
+        )
         .select_related("submission__owner", "submission__task", "submission__task_version")
         .order_by("-finished_at", "-pk")[:limit]
     )

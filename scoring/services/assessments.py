@@ -8,10 +8,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import User
 from evaluator.harness.counter_rules import CounterRuleError, counter_assess
 from evaluator.harness.detectors import DetectorError, DetectorResult, assess
 from evaluator.models import Evaluation

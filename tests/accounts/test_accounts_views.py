@@ -1,9 +1,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
-from accounts.services import token_regenerate, user_create
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -11,7 +9,7 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "correct-horse-battery"
 
 
-def test_signup_creates_the_user_with_a_token_and_signs_them_in(client):
+def test_signup_creates_the_user_with_an_affiliation_and_signs_them_in(client):
     response = client.post(
         reverse("accounts:signup"),
         {
@@ -19,6 +17,7 @@ def test_signup_creates_the_user_with_a_token_and_signs_them_in(client):
             "email": "ada@example.org",
             "password1": "x7!lovelace-engine",
             "password2": "x7!lovelace-engine",
+            "affiliation": "Analytical Engines Ltd",
         },
     )
     assert response.status_code == 302
@@ -26,9 +25,9 @@ def test_signup_creates_the_user_with_a_token_and_signs_them_in(client):
     user = get_user_model().objects.get(username="ada")
     assert user.email == "ada@example.org"
     assert user.check_password("x7!lovelace-engine")
-    assert Token.objects.filter(user=user).exists()
+    assert user.affiliation == "Analytical Engines Ltd"
     profile = client.get(reverse("accounts:profile"))
-    assert Token.objects.get(user=user).key in profile.content.decode()
+    assert "Analytical Engines Ltd" in profile.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -50,7 +49,7 @@ def test_signup_errors_are_shown_in_the_form(client, data, message):
         **data,
     }
     response = client.post(reverse("accounts:signup"), form)
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert message in response.content.decode()
     assert not get_user_model().objects.filter(username="ada").exists()
 
@@ -83,33 +82,3 @@ def test_profile_requires_sign_in(client):
     response = client.get(reverse("accounts:profile"))
     assert response.status_code == 302
     assert reverse("accounts:login") in response["Location"]
-
-
-def test_regenerating_the_token_revokes_the_old_one(client):
-    user = UserFactory()
-    old = Token.objects.create(user=user).key
-    client.force_login(user)
-
-    assert client.get(reverse("accounts:token_regenerate")).status_code == 405
-    response = client.post(reverse("accounts:token_regenerate"), follow=True)
-
-    new = Token.objects.get(user=user).key
-    assert new != old
-    body = response.content.decode()
-    assert new in body and old not in body
-
-
-def test_a_user_without_a_token_can_generate_one(client):
-    user = UserFactory()
-    client.force_login(user)
-    assert "Generate token" in client.get(reverse("accounts:profile")).content.decode()
-    client.post(reverse("accounts:token_regenerate"))
-    assert Token.objects.filter(user=user).count() == 1
-
-
-def test_services_create_users_and_tokens():
-    user = user_create(username="lin", email="lin@example.org", password=PASSWORD)
-    first = Token.objects.get(user=user)
-    second = token_regenerate(user=user)
-    assert second.key != first.key
-    assert list(Token.objects.filter(user=user)) == [second]

@@ -22,13 +22,11 @@ def d2k(tmp_path, monkeypatch):
 @pytest.fixture
 def portal(transactional_db, live_server, run_tasks, fake_cli, d2k):
     """A live portal with two tasks, a user and `d2k login` done; yields the token."""
-    from rest_framework.authtoken.models import Token
-
-    from tests.factories import GuidanceFactory, UserFactory
+    from tests.factories import GuidanceFactory, UserFactory, api_token_key
 
     for level in ("L1", "L2", "L3"):
         GuidanceFactory(task=run_tasks[0], level=level, text=f"Guidance of {level}.")
-    token = Token.objects.create(user=UserFactory(username="cli-user")).key
+    token = api_token_key(UserFactory(username="cli-user"))
     result = d2k("--server", live_server.url, "login", "--token", token)
     assert result.exit_code == 0, result.output
     return token

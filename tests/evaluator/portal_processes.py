@@ -26,9 +26,9 @@ PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 TOKEN = """
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from accounts.services import token_issue
 user = get_user_model().objects.create_user("lab-bot", password="x-long-passphrase")
-print(Token.objects.create(user=user).key)
+print(token_issue(user=user, name="bench").key)
 """
 STATES = """
 import json

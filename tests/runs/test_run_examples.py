@@ -24,7 +24,9 @@ def upload(client, capture, name, tasks=None):
     data = example_bundle_build(name=name, tasks=tasks)
     bundle = SimpleUploadedFile(f"{name}.zip", data, content_type="application/zip")
     with capture(execute=True):
-        response = client.post("/api/runs/", {"bundle": bundle}, format="multipart")
+        response = client.post(
+            "/api/runs/", {"bundle": bundle, "is_public": "true"}, format="multipart"
+        )
     assert response.status_code == 201, response.json()
     return Run.objects.get(pk=response.json()["id"])
 

@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
-from rest_framework.authtoken.models import Token
 
+from accounts.models import ApiToken
 from evaluator.models import Evaluation
 from runs.models import Run
 from runs.services import (
@@ -139,11 +139,14 @@ def test_api_token_prints_a_fresh_token_and_creates_a_bot_on_request(capsys, db)
         call_command("api_token", "lab-bot")
     call_command("api_token", "lab-bot", "--create")
     first = capsys.readouterr().out.strip()
-    assert Token.objects.get(user__username="lab-bot").key == first
+    assert ApiToken.objects.get_from_key(first).user.username == "lab-bot"
     call_command("api_token", "lab-bot")
     second = capsys.readouterr().out.strip()
-    assert second != first and Token.objects.get().key == second
-    assert not Token.objects.get().user.has_usable_password()
+    assert second != first
+    assert ApiToken.objects.get_from_key(second).scopes == ["upload"]
+    with pytest.raises(ApiToken.DoesNotExist):
+        ApiToken.objects.get_from_key(first)  # the same name's older token is revoked
+    assert not ApiToken.objects.get_from_key(second).user.has_usable_password()
 
 
 def test_deleting_a_run_deletes_its_trace_files(

@@ -21,6 +21,7 @@ def stored(run_tasks, fake_cli, django_capture_on_commit_callbacks):
 
     def create(files, **kwargs):
         with django_capture_on_commit_callbacks(execute=True):
+            kwargs.setdefault("is_public", True)
             return run_create_from_bundle(owner=owner, data=make_zip(files), **kwargs)
 
     plain = create(good_files("row_softmax"))
@@ -48,14 +49,16 @@ def test_proposals_are_rendered_without_scripts(client, run_tasks, fake_cli):
     files["proposals/row_softmax.md"] = (
         "# Plan\n\n<script>alert(1)</script> **bold** <img src=x onerror=alert(2)>"
     )
-    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files), is_public=True)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert "<strong>bold</strong>" in html
     assert "<script>alert(1)" not in html and "onerror" not in html
 
 
 def test_an_example_run_carries_the_label_on_its_pages(client, run_tasks, fake_cli):
-    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(good_files()), is_example=True)
+    run = run_create_from_bundle(
+        owner=UserFactory(), data=make_zip(good_files()), is_public=True, is_example=True
+    )
     for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/traces/row_softmax/"):
         html = client.get(url).content.decode()
         assert "Example data written by hand, not an agent&#x27;s output." in html
@@ -138,7 +141,7 @@ def test_the_trace_viewer_pages_filters_diffs_and_jumps_to_the_final_kernel(
     files = good_files()
     files["kernels/row_softmax.py"] = "class ModelNew:\n    BLOCK = 500\n"
     files["traces/row_softmax.jsonl"] = _long_trace("row_softmax")
-    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files), is_public=True)
     trace = run.traces.get()
     assert trace.event_count == 1 + 699 + 2 + 2 + 1
     assert trace.final_submit_turn == 500
@@ -174,7 +177,7 @@ def test_the_raw_trace_downloads_as_the_original_lines_gzipped(client, run_tasks
     import gzip
 
     files = good_files()
-    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files))
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files), is_public=True)
     response = client.get(f"/runs/{run.pk}/traces/row_softmax/raw/")
     assert response["Content-Type"] == "application/gzip"
     assert (
@@ -218,7 +221,7 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     for run in stored:  # one task, then two
         with django_assert_num_queries(18):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(18):
+        with django_assert_num_queries(19):  # the API's 17, the scores, the moderation log
             client.get(f"/runs/{run.pk}/")
 
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from scoring.models import Assessment, RunScore
-from tests.factories import RunFactory, SubmissionFactory, UserFactory
+from tests.factories import RunFactory, SubmissionFactory, UserFactory, api_token_key
 from tests.scoring.conftest import SOURCE_GOOD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +27,15 @@ def judge_user():
     return user
 
 
+def _scopes(user):
+    from core.auth import scope_allowed
+
+    return ("upload", "judge") if scope_allowed(user=user, scope="judge") else ("upload",)
+
+
 def client_for(user):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_key(user, scopes=_scopes(user))}")
     return client
 
 
@@ -141,7 +146,7 @@ def test_the_judge_client_grades_a_kernel_and_posts_to_the_live_server(
     submission = SubmissionFactory(
         task=scored_task, task_version=scored_task.current_version, run=run, source=SOURCE_GOOD
     )
-    token = Token.objects.create(user=judge_user()).key
+    token = api_token_key(judge_user(), scopes=("upload", "judge"))
     answer = judge_client.judge_run(
         portal=live_server.url,
         token=token,

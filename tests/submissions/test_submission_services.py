@@ -29,7 +29,7 @@ def test_create_pins_the_current_version_stores_the_hash_and_queues_an_evaluatio
     assert submission.source == SOURCE
     assert submission.sha256 == Submission.digest(SOURCE)
     assert submission.filename == "k.py"
-    assert submission.is_public
+    assert not submission.is_public  # private until its owner publishes it
     [evaluation] = submission.evaluations.all()
     assert evaluation.status == EvaluationStatus.QUEUED
 

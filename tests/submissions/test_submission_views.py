@@ -171,8 +171,8 @@ def _detail(client, submission):
 def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     client, finished, django_assert_num_queries
 ):
-    # submission, latest evaluation, its results, the properties, their assessments
-    with django_assert_num_queries(5):
+    # submission, latest evaluation, its results, the properties, their assessments, moderation
+    with django_assert_num_queries(6):
         response = _detail(client, finished.submission)
     body = response.content.decode()
     assert response.status_code == 200

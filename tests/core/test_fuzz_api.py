@@ -1,0 +1,86 @@
+"""The API under schemathesis: thousands of requests generated from its OpenAPI schema,
+valid uploads among them, as anonymous, a user and staff. Zero answers may be 5xx.
+
+One test, so that the count covers every operation whatever xdist does with the rest.
+D2K_FUZZ_EXAMPLES sets the examples per operation and token (default 60: some
+2,700 requests in about two minutes on a 2-core machine).
+"""
+
+import itertools
+import os
+from collections import Counter
+
+import pytest
+import schemathesis
+from django.core.handlers.wsgi import WSGIHandler
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+
+from tests.factories import RunFactory, SubmissionFactory, UserFactory, api_token_key
+from tests.runs.bundles import good_files, make_zip
+
+EXAMPLES = int(os.environ.get("D2K_FUZZ_EXAMPLES", "60"))
+MIN_REQUESTS = 2000
+VALID = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
+
+
+@pytest.mark.django_db
+def test_no_generated_request_gets_a_5xx(run_tasks, settings):
+    settings.D2K_QUOTA_UPLOADS_PER_DAY = 10**6
+    settings.D2K_QUOTA_QUEUED_EVALUATIONS = 10**6
+    user, staff = UserFactory(), UserFactory(is_staff=True)
+    headers = itertools.cycle(
+        [
+            {},
+            {"Authorization": f"Token {api_token_key(user)}"},
+            {"Authorization": f"Token {api_token_key(staff, scopes=('upload', 'judge'))}"},
+            {"Authorization": "Token forged.key"},
+        ]
+    )
+    SubmissionFactory(owner=user, is_public=False)
+    SubmissionFactory(is_public=True)
+    RunFactory(owner=user, is_public=False)
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", WSGIHandler())
+    statuses: Counter[int] = Counter()
+    server_errors: list[str] = []
+    counter = itertools.count()
+
+    def valid_body(case) -> None:
+        """Every third upload is a valid one: a kernel or a run bundle the portal stores."""
+        n = next(counter)
+        if n % 3 or case.method != "POST":
+            return
+        if case.path == "/api/submissions/":
+            case.body = {"task": "row_softmax", "source": f"{VALID}# {n}\n"}
+            case.media_type = "application/json"
+        elif case.path == "/api/runs/":
+            case.body = {"bundle": make_zip(good_files())}
+            case.media_type = "multipart/form-data"
+
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @given(case=operation.as_strategy())
+        @hsettings(
+            max_examples=EXAMPLES * 3,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        def fuzz(case) -> None:
+            valid_body(case)
+            response = case.call(headers=next(headers))
+            statuses[response.status_code] += 1
+            if response.status_code >= 500:
+                server_errors.append(
+                    f"{case.method} {case.formatted_path} → {response.status_code}: "
+                    f"{response.text[:300]}"
+                )
+
+        fuzz()
+
+    total = sum(statuses.values())
+    print(f"fuzz: {total} requests, statuses {dict(sorted(statuses.items()))}")
+    assert not server_errors, "\n".join(server_errors[:20])
+    assert total >= MIN_REQUESTS
+    assert statuses[201] > 0  # valid uploads were stored

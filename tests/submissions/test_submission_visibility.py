@@ -1,0 +1,179 @@
+"""Private until published: every viewer on every door (page, API, moderation log), and
+identical 404s for what does not exist and what the viewer may not see."""
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from tests.factories import (
+    EvaluationFactory,
+    RunFactory,
+    SubmissionFactory,
+    UserFactory,
+    WorkloadResultFactory,
+    token_client,
+)
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
+VIEWERS = ("anonymous", "other", "owner", "staff")
+CAN_SEE_PRIVATE = {"anonymous": False, "other": False, "owner": True, "staff": True}
+
+
+def _client(kind, owner, api=False):
+    user = {"anonymous": None, "other": UserFactory(), "owner": owner}.get(kind)
+    if kind == "staff":
+        user = UserFactory(is_staff=True)
+    if api:
+        return token_client(user) if user else APIClient()
+    from django.test import Client
+
+    client = Client()
+    if user:
+        client.force_login(user)
+    return client
+
+
+def test_uploads_are_private_by_default_on_the_page_and_the_api(eval_task_version, client):
+    owner = UserFactory()
+    client.force_login(owner)
+    page = client.get(reverse("submissions:upload")).content.decode()
+    assert 'name="is_public"' in page and "checked" not in page.split('name="is_public"')[1][:40]
+    response = token_client(owner).post(
+        "/api/submissions/", {"task": "row_softmax", "source": SOURCE}, format="json"
+    )
+    assert response.status_code == 201 and response.json()["is_public"] is False
+
+
+@pytest.mark.parametrize("viewer", VIEWERS)
+@pytest.mark.parametrize("door", ["page", "api", "moderation_api"])
+def test_a_private_submission_is_seen_by_its_owner_and_staff_only(viewer, door):
+    owner = UserFactory()
+    submission = SubmissionFactory(owner=owner, is_public=False, source="SECRET_KERNEL = 1\n")
+    EvaluationFactory(submission=submission, log="SECRET_LOG", public_log="SECRET_LOG")
+    url = {
+        "page": reverse("submissions:detail", args=[submission.pk]),
+        "api": f"/api/submissions/{submission.pk}/",
+        "moderation_api": f"/api/submissions/{submission.pk}/moderation/",
+    }[door]
+    response = _client(viewer, owner, api=door != "page").get(url)
+    if CAN_SEE_PRIVATE[viewer]:
+        assert response.status_code == 200
+        if door != "moderation_api":
+            assert "SECRET_KERNEL" in response.content.decode()
+    else:
+        assert response.status_code == 404
+        assert "SECRET" not in response.content.decode()
+
+
+@pytest.mark.parametrize("door", ["page", "api"])
+def test_a_private_submission_and_a_missing_one_get_the_same_404(door):
+    private = SubmissionFactory(is_public=False)
+    missing = private.pk + 1000
+    client = _client("other", None, api=door == "api")
+    base = "/submissions/{}/" if door == "page" else "/api/submissions/{}/"
+    a, b = client.get(base.format(private.pk)), client.get(base.format(missing))
+    assert a.status_code == b.status_code == 404
+    assert a.content == b.content
+    assert "Using the URLconf" not in a.content.decode()  # never Django's debug page
+
+
+@pytest.mark.parametrize(
+    ("viewer", "expected"),
+    [("anonymous", 401), ("other", 404), ("owner", 200), ("staff", 200)],
+)
+def test_the_owner_publishes_through_patch(viewer, expected):
+    owner = UserFactory()
+    submission = SubmissionFactory(owner=owner, is_public=False)
+    client = _client(viewer, owner, api=True)
+    response = client.patch(
+        f"/api/submissions/{submission.pk}/", {"is_public": True}, format="json"
+    )
+    assert response.status_code == expected
+    submission.refresh_from_db()
+    assert submission.is_public is (expected == 200)
+    if expected == 200:
+        assert APIClient().get(f"/api/submissions/{submission.pk}/").status_code == 200
+
+
+def test_another_user_cannot_unpublish_a_public_submission():
+    submission = SubmissionFactory(is_public=True)
+    response = token_client(UserFactory()).patch(
+        f"/api/submissions/{submission.pk}/", {"is_public": False}, format="json"
+    )
+    assert response.status_code == 403
+    submission.refresh_from_db()
+    assert submission.is_public
+
+
+@pytest.mark.parametrize("body", [{}, {"is_public": "maybe"}, {"is_public": None}])
+def test_patch_with_a_bad_body_is_400(body):
+    owner = UserFactory()
+    submission = SubmissionFactory(owner=owner, is_public=False)
+    response = token_client(owner).patch(f"/api/submissions/{submission.pk}/", body, format="json")
+    assert response.status_code == 400
+
+
+def test_the_page_toggle_publishes_and_unpublishes(client):
+    owner = UserFactory()
+    submission = SubmissionFactory(owner=owner, is_public=False)
+    client.force_login(owner)
+    url = reverse("submissions:visibility", args=[submission.pk])
+    assert (
+        "Publish"
+        in client.get(reverse("submissions:detail", args=[submission.pk])).content.decode()
+    )
+    client.post(url, {"is_public": "true"})
+    submission.refresh_from_db()
+    assert submission.is_public
+    client.post(url, {"is_public": "false"})
+    submission.refresh_from_db()
+    assert not submission.is_public
+
+
+def test_a_kernel_of_a_run_follows_its_run():
+    owner = UserFactory()
+    run = RunFactory(owner=owner, is_public=False)
+    submission = SubmissionFactory(owner=owner, run=run, is_public=False)
+    response = token_client(owner).patch(
+        f"/api/submissions/{submission.pk}/", {"is_public": True}, format="json"
+    )
+    assert response.status_code == 400 and "publish the run" in str(response.json())
+    response = token_client(owner).patch(f"/api/runs/{run.pk}/", {"is_public": True}, format="json")
+    assert response.status_code == 200
+    submission.refresh_from_db()
+    assert submission.is_public
+
+
+def test_the_owner_sees_no_hidden_workload_name_in_the_message_or_results():
+    owner = UserFactory()
+    submission = SubmissionFactory(owner=owner, is_public=False)
+    evaluation = EvaluationFactory(
+        submission=submission,
+        status="incorrect",
+        message="incorrect on check_hidden_tail_1000x777: mismatch",
+        log="full log check_hidden_tail_1000x777",
+        public_log="public part",
+    )
+    WorkloadResultFactory(
+        evaluation=evaluation,
+        name="check_hidden_tail_1000x777",
+        hidden=True,
+        role="check",
+        message="shape (1000, 777) differs",
+    )
+    for client in (_client("owner", owner, api=True), _client("owner", owner)):
+        url = f"/api/submissions/{submission.pk}/"
+        if not hasattr(client, "credentials"):
+            url = reverse("submissions:detail", args=[submission.pk])
+        body = client.get(url).content.decode()
+        assert "1000x777" not in body and "(1000, 777)" not in body and "full log" not in body
+    staff = _client("staff", owner, api=True).get(f"/api/submissions/{submission.pk}/")
+    assert "check_hidden_tail_1000x777" in staff.content.decode()
+
+
+def test_a_private_submission_never_shows_on_the_home_page_or_in_rankings(client):
+    evaluation = EvaluationFactory(submission__is_public=False, submission__filename="mine.py")
+    body = client.get(reverse("leaderboard:home")).content.decode()
+    assert f"/submissions/{evaluation.submission.pk}/" not in body
