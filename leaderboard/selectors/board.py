@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet
 
 from evaluator.services.baselines import EXPERT_USERNAME
+from moderation.selectors import run_rankable_q
 from scoring.models import RunScore, TaskScore
 from scoring.selectors.runs import scores_uplift
 from task_catalog.models import Task
@@ -78,7 +79,7 @@ DEFAULT_SORT = "-performance_score"
 
 
 def _runs_filter(runs: QuerySet[Any], filters: Filters, prefix: str = "run__") -> QuerySet[Any]:
-    runs = runs.filter(**{f"{prefix}is_public": True})
+    runs = runs.filter(run_rankable_q(prefix))
     for name in ("condition", "model", "agent", "catalog_version"):
         if value := getattr(filters, name):
             runs = runs.filter(**{f"{prefix}{name}": value})
@@ -273,7 +274,7 @@ def leaderboard_pairs(*, filters: Filters) -> list[Pair]:
     scores = _runs_filter(
         RunScore.objects.filter(run__condition="none", run__pair__isnull=False),
         Filters(**{**filters.__dict__, "condition": ""}),
-    ).filter(run__pair__is_public=True, run__pair__score__isnull=False)
+    ).filter(run_rankable_q("run__pair__"), run__pair__score__isnull=False)
     if filters.condition:
         scores = scores.filter(run__pair__condition=filters.condition)
     if filters.hardware:

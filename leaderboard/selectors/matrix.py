@@ -8,6 +8,7 @@ from django.db.models import Avg, Case, Count, F, FloatField, OuterRef, Q, Query
 from django.db.models.functions import Exp, Ln
 
 from evaluator.models import Evaluation
+from moderation.selectors import run_rankable_q
 from runs.models import Run
 from task_catalog.models import Task, Workload
 
@@ -53,7 +54,7 @@ _MISSING = Cell(status="missing")
 
 def run_filtered(*, filters: Filters) -> QuerySet[Run]:
     """Public runs matching the filters, newest first (no query until read)."""
-    runs = Run.objects.filter(is_public=True)
+    runs = Run.objects.filter(run_rankable_q())
     for name in ("hardware", "condition", "model", "agent", "catalog_version"):
         value = getattr(filters, name)
         if value:
@@ -209,7 +210,7 @@ def run_filter_choices() -> dict[str, list[str]]:
     """The values each run filter can take among public runs (one query)."""
     names = ("hardware", "condition", "model", "agent", "catalog_version")
     seen: dict[str, set[str]] = {name: set() for name in names}
-    for values in Run.objects.filter(is_public=True).values_list(*names).distinct():
+    for values in Run.objects.filter(run_rankable_q()).values_list(*names).distinct():
         for name, value in zip(names, values, strict=True):
             if value:
                 seen[name].add(value)

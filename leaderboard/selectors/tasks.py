@@ -13,6 +13,7 @@ from django.db.models.functions import Exp, Ln
 from evaluator.harness.spec import environment_gpu
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
+from moderation.selectors import run_rankable_q, submission_rankable_q
 from task_catalog.models import Task, Workload
 
 from .common import COUNTS, TIMED, positive_geomean
@@ -58,9 +59,9 @@ def task_ranking(
     evaluations = Evaluation.objects.filter(
         COUNTS,
         TIMED,
-        Q(submission__run__isnull=True) | Q(submission__run__is_public=True),
+        Q(submission__run__isnull=True) | run_rankable_q("submission__run__"),
+        submission_rankable_q("submission__"),
         submission__task_version_id=task.current_version_id,
-        submission__is_public=True,
     )
     if hardware is not None:
         evaluations = evaluations.filter(hardware=hardware)
