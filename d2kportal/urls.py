@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from core import views as core_views
 from runs import views as runs_views
@@ -16,7 +16,15 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("d2kportal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Swagger UI inside the site's layout, its assets served locally and its start-up
+    # script served from a URL of its own (no inline JavaScript).
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="api-schema", template_name="core/api_docs.html"
+        ),
+        name="api-docs",
+    ),
 ]
 
 handler400 = "core.errors.bad_request"

@@ -325,14 +325,15 @@ def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
 
 def test_the_committed_gpu_baselines_import_against_the_committed_catalog():
     # docs/baselines.json is a real H200 run; `./dev serve` imports it. If a catalog
-    # edit changes a task's workloads, this fails until the experts are re-measured.
+    # edit changes a task's measured content, this fails until its expert is re-measured
+    # (or its stale entry leaves the file).
     from evaluator.harness.package import DEFAULT_CATALOG_DIR
     from task_catalog.services import catalog_load
 
     catalog_load(directory=DEFAULT_CATALOG_DIR)
     data = json.loads((ROOT / "docs" / "baselines.json").read_text())
     report = baseline_import(data=data, source_label="docs/baselines.json")
-    assert report.count("created") == len(data) == 13, str(report)
+    assert data and report.count("created") == len(data), str(report)
     evaluations = Evaluation.objects.filter(submission__owner__username=EXPERT_USERNAME)
     assert {e.status for e in evaluations} == {EvaluationStatus.CORRECT}
     assert all("H200" in e.environment.get("gpu", "") for e in evaluations)

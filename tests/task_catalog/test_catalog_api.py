@@ -75,6 +75,18 @@ def test_schema_and_docs_work_without_a_cdn(client):
     assert b"drf_spectacular_sidecar" in docs.content
 
 
+def test_the_api_docs_page_is_inside_the_sites_layout_with_no_inline_script(client):
+    import re
+
+    docs = client.get("/api/docs/")
+    html = docs.content.decode()
+    assert 'href="/api/docs/"' in html and "D2K Portal" in html  # the site's navigation
+    assert re.findall(r"<script>", html) == []  # every script has a src
+    (script_url,) = re.findall(r'<script src="(/api/docs/\?[^"]+)"', html)
+    script = client.get(script_url.replace("&amp;", "&"))
+    assert script.status_code == 200 and b"SwaggerUIBundle" in script.content
+
+
 def test_task_ranking(client, task):
     submission = SubmissionFactory(
         owner=UserFactory(username="alice"), task=task, task_version=task.current_version
