@@ -35,7 +35,7 @@ def test_a_reader_opens_a_trace_and_jumps_to_the_final_kernel(page, live_server,
 
     TaskVersionFactory(task__slug="row_softmax")
     data = example_bundle_build(name="with_guidance", tasks=["row_softmax"])
-    run = run_create_from_bundle(owner=UserFactory(), data=data, is_example=True)
+    run = run_create_from_bundle(owner=UserFactory(), data=data, is_example=True, is_public=True)
     trace = run.traces.get()
 
     page.goto(f"{live_server.url}/runs/{run.pk}/")

@@ -221,7 +221,9 @@ class Portal:
     def upload(self, *, task: str, source: str) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(
             f"{self.base_url}/api/submissions/",
-            data=json.dumps({"task": task, "source": source, "filename": "k.py"}).encode(),
+            data=json.dumps(
+                {"task": task, "source": source, "filename": "k.py", "is_public": True}
+            ).encode(),
             headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
             method="POST",
         )

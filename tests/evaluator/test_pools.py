@@ -40,8 +40,10 @@ def sent(monkeypatch):
 @pytest.fixture
 def pool(monkeypatch):
     """Make this process a worker of the given pool, restored afterwards."""
-    monkeypatch.delenv(HARDWARE_ENV, raising=False)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for name in (HARDWARE_ENV, "CUDA_VISIBLE_DEVICES"):
+        # setenv first, so that the undo removes what worker_pool_bind sets.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setattr(Conf, "CLUSTER_NAME", Conf.CLUSTER_NAME)
 
     def serve(hardware):

@@ -7,9 +7,9 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluator.models import Evaluation
+from leaderboard.selectors import task_ranking
 from moderation.models import ModerationAction
 from moderation.services import moderation_act
-from task_catalog.selectors import task_ranking
 from tests.factories import (
     EvaluationFactory,
     RunFactory,
