@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.auth import HasScope, authenticated_user
+from core.pagination import paginated
 from core.quotas import QuotaExceeded
 from core.sizes import too_large_message
 from moderation.selectors import moderation_actions_for
@@ -175,7 +176,10 @@ class RunListCreateApi(APIView):
     def get_permissions(self) -> list[Any]:
         return [AllowAny()] if self.request.method == "GET" else [HasScope("upload")]
 
-    @extend_schema(responses=RunListItemSerializer(many=True))
+    @extend_schema(
+        operation_id="runs_list",
+        responses=paginated(RunListItemSerializer, name="PaginatedRunList"),
+    )
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(

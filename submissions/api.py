@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.auth import HasScope, authenticated_user
+from core.pagination import paginated
 from core.quotas import QuotaExceeded
 from evaluator.selectors import (
     RESULT_FIELDS,
@@ -213,7 +214,11 @@ class SubmissionListCreateApi(APIView):
         return [IsAuthenticated()]
 
     @extend_schema(
-        responses={200: SubmissionListItemSerializer(many=True), 401: ERRORS[401]},
+        operation_id="submissions_list",
+        responses={
+            200: paginated(SubmissionListItemSerializer, name="PaginatedSubmissionList"),
+            401: ERRORS[401],
+        },
     )
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
