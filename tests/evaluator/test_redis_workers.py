@@ -45,7 +45,7 @@ def portal(tmp_path):
     if not _redis_up():
         pytest.skip("no Redis on 127.0.0.1:6379")
     cli = FakeCli.install(tmp_path / "cli")
-    cli.reply({"stdout": json.dumps(verdict_dict("correct")), "sleep": 0.4})
+    cli.reply({"stdout": json.dumps(verdict_dict("correct")), "sleep": 0.2})
     _flush()
     portal = Portal(
         tmp_path,
