@@ -24,8 +24,25 @@ MIN_REQUESTS = 2000
 VALID = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
 
+@pytest.fixture
+def wsgi_inside_the_test_transaction():
+    """Requests through the bare WSGI handler keep the test's connection open, as Django's
+    test client does: its end-of-request hook would close a connection that is inside the
+    test's transaction (PostgreSQL then answers 'the connection is closed')."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
 @pytest.mark.django_db
-def test_no_generated_request_gets_a_5xx(run_tasks, settings):
+def test_no_generated_request_gets_a_5xx(run_tasks, settings, wsgi_inside_the_test_transaction):
     settings.D2K_QUOTA_UPLOADS_PER_DAY = 10**6
     settings.D2K_QUOTA_QUEUED_EVALUATIONS = 10**6
     user, staff = UserFactory(), UserFactory(is_staff=True)
