@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.evaluator.portal_processes import redis_up
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
@@ -32,14 +34,6 @@ STATUS = """
 from evaluator.models import Evaluation
 print(Evaluation.objects.get(submission_id={pk}).status)
 """
-
-
-def redis_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def manage(env: dict, *args: str, timeout: float = 120) -> str:

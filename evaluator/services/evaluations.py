@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from evaluator.harness.spec import Verdict
+from evaluator.harness.spec import Verdict, environment_gpu
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
 from evaluator.services.jobs import (
     db_retry,
@@ -188,8 +188,7 @@ def _evaluation_store(*, evaluation_id: int, worker: str, verdict: Verdict) -> E
 
 def evaluation_hardware(environment: dict) -> str:
     """The GPU a verdict was timed on; blank for interpret mode, which times nothing."""
-    gpu = environment.get("gpu") if isinstance(environment, dict) else None
-    return str(gpu)[:200] if gpu else ""
+    return environment_gpu(environment)[:200]
 
 
 def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> None:

@@ -52,6 +52,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def redis_up() -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def postgres_up() -> bool:
     try:
         socket.create_connection(("127.0.0.1", 5432), timeout=1).close()

@@ -10,28 +10,19 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from collections import Counter
 
 import pytest
 
 from tests.evaluator.fake_cli import FakeCli, verdict_dict
-from tests.evaluator.portal_processes import Portal, postgres_up
+from tests.evaluator.portal_processes import Portal, postgres_up, redis_up
 
 pytestmark = pytest.mark.slow
 
 UPLOADS = 50
 REDIS_DB = 15  # a database of its own on the shared Redis, emptied before and after
 WAIT_S = 600
-
-
-def _redis_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _flush() -> None:
@@ -42,7 +33,7 @@ def _flush() -> None:
 
 @pytest.fixture
 def portal(tmp_path):
-    if not _redis_up():
+    if not redis_up():
         pytest.skip("no Redis on 127.0.0.1:6379")
     cli = FakeCli.install(tmp_path / "cli")
     cli.reply({"stdout": json.dumps(verdict_dict("correct")), "sleep": 0.2})
