@@ -115,7 +115,10 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         "GPU (best of short runs: bf16 matrix products; the better of a copy and a read-only",
         "sum) and sit below the datasheet's, so a kernel can pass 100 % honestly (cuBLAS-",
         "class GEMMs, read-mostly kernels). Task speedup is the geometric mean over the",
-        "task's public timed workloads.",
+        "task's public timed workloads. DRAM traffic × minimum and the tensor-core share",
+        "come from an untimed pass under Nsight Compute (`—` where counters were not read):",
+        "the bytes the call's kernels moved to and from DRAM over the workload's minimum",
+        "bytes, and tensor-core instructions over all instructions.",
         "",
         f"- Produced by: `{command}` (file `{source}`)",
         f"- Shown on the portal by: `python manage.py import_baselines {source}`",
@@ -163,15 +166,19 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         if verdict.get("status") != "correct":
             out += [f"Verdict: **{verdict.get('status')}**: {verdict.get('message', '')}", ""]
         out += [
-            "| Workload | Baseline µs | Expert µs | Speedup | SOL % | TFLOP/s | TB/s |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| Workload | Baseline µs | Expert µs | Speedup | SOL % | TFLOP/s | TB/s "
+            "| DRAM traffic × minimum | Tensor-core share |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for w in public_timed(verdict):
+            counted = w.get("counters") if isinstance(w.get("counters"), dict) else {}
             out.append(
                 f"| `{w.get('name')}` | {_num(w.get('ref_median_ms'), 1, 1e3)} | "
                 f"{_num(w.get('median_ms'), 1, 1e3)} | {_num(w.get('speedup'), 2, suffix='×')} | "
                 f"{_num(w.get('sol_fraction'), 1, 100)} | {_num(w.get('achieved_tflops'), 2)} | "
-                f"{_num(w.get('achieved_tbps'), 2)} |"
+                f"{_num(w.get('achieved_tbps'), 2)} | "
+                f"{_num(counted.get('traffic_ratio'), 2, suffix='×')} | "
+                f"{_num(counted.get('tensor_share'), 1, 100, '%')} |"
             )
         out += ["", f"Task geomean speedup: {_num(speedup, 2, suffix='×')}"]
         if speedup is not None and speedup < 1:

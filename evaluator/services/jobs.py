@@ -372,16 +372,24 @@ def _reap_lost(now: datetime, *, dead_workers_only: bool) -> tuple[list[int], li
     return requeued, failed
 
 
-def _reenqueue_waiting(now: datetime) -> list[int]:
+def _reenqueue_waiting(
+    now: datetime, *, min_age_s: float | None = None, hardware: str | None = None
+) -> list[int]:
     """Queued rows whose wake-up call is gone (a broker that lost it, a killed cluster
     holding it), sent again once their pool's queue has nothing waiting to hand out.
 
+    Rows count as waiting after `min_age_s` (D2K_EVALUATION_REQUEUE_S); a starting
+    worker passes 0 for its own pool (`hardware`): the messages a stopped cluster had
+    taken stay locked in the broker until they time out, and nobody else is serving.
     A duplicate call costs nothing: the claim lets one worker win.
     """
-    stale = now - timedelta(seconds=settings.D2K_EVALUATION_REQUEUE_S)
+    age = settings.D2K_EVALUATION_REQUEUE_S if min_age_s is None else min_age_s
+    stale = now - timedelta(seconds=age)
     waiting = Evaluation.objects.filter(status=EvaluationStatus.QUEUED).filter(
         Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True)
     )
+    if hardware is not None:
+        waiting = waiting.filter(target_hardware=hardware)
     idle: dict[str, bool] = {}
     sent = []
     for pk, hardware in waiting.values_list("pk", "target_hardware"):

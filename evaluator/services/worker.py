@@ -30,6 +30,7 @@ from django.utils import timezone
 from evaluator.harness.proctree import die_with_parent
 from evaluator.services.jobs import (
     _reap_lost,
+    _reenqueue_waiting,
     db_retry,
     evaluation_reap,
     pid_alive,
@@ -97,23 +98,34 @@ class StartReport:
     requeued: list[int]
     failed: list[int]
     removed_dirs: list[Path]
+    resent: list[int]
 
     def __str__(self) -> str:
         return (
             f"{len(self.requeued)} evaluation(s) of dead workers on this host queued again, "
             f"{len(self.failed)} ended worker_error, "
-            f"{len(self.removed_dirs)} stale scratch folder(s) removed"
+            f"{len(self.removed_dirs)} stale scratch folder(s) removed, "
+            f"{len(self.resent)} waiting evaluation(s) sent to an idle queue again"
         )
 
 
-def worker_start() -> StartReport:
+def worker_start(*, hardware: str = "") -> StartReport:
     """At a worker's start: take back what dead workers of this host held, at once
-    (their pids are gone, so no lease needs to run out), and clear their folders."""
+    (their pids are gone, so no lease needs to run out), clear their folders, and
+    send its pool's waiting evaluations again if its queue is idle (a stopped
+    cluster's messages stay locked in the broker until they time out)."""
+    now = timezone.now()
     requeued, failed = db_retry(
-        lambda: _reap_lost(timezone.now(), dead_workers_only=True),
+        lambda: _reap_lost(now, dead_workers_only=True),
         what="reaping evaluations of dead workers",
     )
-    return StartReport(requeued=requeued, failed=failed, removed_dirs=stale_work_dirs_remove())
+    resent = db_retry(
+        lambda: _reenqueue_waiting(now, min_age_s=0, hardware=hardware),
+        what="re-sending waiting evaluations",
+    )
+    return StartReport(
+        requeued=requeued, failed=failed, removed_dirs=stale_work_dirs_remove(), resent=resent
+    )
 
 
 class _AfterFork:
@@ -148,7 +160,7 @@ def worker_serve(*, say: Callable[[str], None], gpu: int | None = None, hardware
     pool = f"the {hardware} pool" if hardware else "the default pool"
     on = f" on GPU {found.index} ({found.uuid})" if found else ""
     say(f"Worker {me} serves {pool}{on}, queue {pool_queue(hardware)}.")
-    say(f"Worker start: {worker_start()}.")
+    say(f"Worker start: {worker_start(hardware=hardware)}.")
     connections.close_all()  # never share a connection with the forked cluster
     cluster = Cluster()
     cluster.start()

@@ -182,6 +182,32 @@ def test_a_workers_start_takes_back_at_once_what_dead_workers_of_this_host_held(
         assert evaluation.status == status
 
 
+def test_a_workers_start_sends_its_pools_waiting_evaluations_again_when_its_queue_is_idle(
+    queued, sent, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    # A stopped cluster's messages stay locked in the broker until they time out:
+    # a worker starting on an idle queue sends its pool's waiting rows again at once.
+    settings.D2K_WORK_DIR = tmp_path / "work"
+    settings.D2K_EVALUATION_REQUEUE_S = 3600
+    queued.enqueued_at = timezone.now() - timedelta(seconds=5)
+    queued.target_hardware = "NVIDIA H200"
+    queued.save()
+    elsewhere = EvaluationFactory(
+        submission=queued.submission,
+        status="queued",
+        finished_at=None,
+        enqueued_at=timezone.now() - timedelta(seconds=5),
+        target_hardware="NVIDIA H100",
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        report = worker_start(hardware="NVIDIA H200")
+
+    assert report.resent == [queued.pk]
+    assert [args[1] for args in sent] == [queued.pk]
+    assert elsewhere.pk not in [args[1] for args in sent]
+
+
 def test_db_retry_waits_out_a_locked_database_and_then_gives_up():
     answers = iter([OperationalError("database is locked"), OperationalError("locked"), 7])
 
