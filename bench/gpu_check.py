@@ -6,7 +6,8 @@
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --arm ph40: --arm ph5:phases=5
     python bench/gpu_check.py collect DIR [--out DIR]
-    python bench/gpu_check.py integrity [--jobs 4] [--out DIR]
+    python bench/gpu_check.py integrity [--jobs 4] [--parts quick,alone,...] [--out DIR]
+    python bench/gpu_check.py integrity-table FILE [FILE ...]
 
 `integrity` runs every GPU check of the evaluator's integrity in one call:
 every exploit case in cuda mode against its expected verdict (the reference
@@ -18,7 +19,11 @@ histogram CUDA C++ expert (catalog/histogram/expert_cuda.py). It prints a
 markdown table (case, expected, verdict, flags, speedups, seconds), writes
 integrity.json to $OUT (else --out), and exits 1 unless every row is as
 expected. Cases whose verdict needs no figure run `--jobs` at a time with
-brief timing (QUICK); everything timed for its figures runs alone.
+brief timing (QUICK); everything timed for its figures runs alone. The whole
+table takes longer than one 10-minute device call: `--parts` runs some of its
+four groups (quick: the pooled cases and the secret probe; alone; figures;
+histogram), each call writing integrity-<parts>.json, and `integrity-table`
+prints the one table of several such files.
 
 `--timing` passes timing settings to every check (`--arm`, for stability,
 runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
@@ -224,7 +229,10 @@ def _judge_case(case, v: dict) -> tuple[bool, str]:
     return ok, ""
 
 
-def integrity(out: Path, jobs: int) -> list[dict]:
+INTEGRITY_PARTS = ("quick", "alone", "figures", "histogram")
+
+
+def integrity(out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS) -> list[dict]:
     """Every GPU check of the evaluator's integrity, in one call; a markdown table and JSON.
 
     Four groups, so that no timed figure shares the GPU: the cases whose
@@ -260,30 +268,39 @@ def integrity(out: Path, jobs: int) -> list[dict]:
         print(f"secret probe (cuda mode): {v['status']}\n{proc.stdout[-1500:]}", flush=True)
         return _row("secret probe", ("passed",), v, proc.returncode == 0)
 
-    pooled = [c for c in CASES if c.number not in FIGURE_CASES + ALONE_CASES]
-    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-        futures = [pool.submit(probe)] + [pool.submit(run_case, c, QUICK) for c in pooled]
-        rows += [f.result() for f in futures]
-    for case in CASES:
+    name = "integrity" if parts == INTEGRITY_PARTS else "integrity-" + "-".join(parts)
+
+    def keep(new: list[dict]) -> None:
+        # Saved after every group, so a call cut short still returns what it measured.
+        rows.extend(new)
+        table = [{k: v for k, v in r.items() if k != "verdict_json"} for r in rows]
+        verdicts = {r["case"]: r["verdict_json"] for r in rows if "verdict_json" in r}
+        save(out, name, {"rows": table, "verdicts": verdicts, "parts": list(parts)})
+
+    if "quick" in parts:
+        pooled = [c for c in CASES if c.number not in FIGURE_CASES + ALONE_CASES]
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            futures = [pool.submit(probe)] + [pool.submit(run_case, c, QUICK) for c in pooled]
+            keep([f.result() for f in futures])
+    for case in CASES if "alone" in parts else ():
         if case.number in ALONE_CASES:
-            rows.append(run_case(case, QUICK))
+            keep([run_case(case, QUICK)])
             if case.number in HONEST_TWINS:
-                rows.append(_twin(case, kernels, QUICK, None))
-    for case in CASES:
+                keep([_twin(case, kernels, QUICK, None)])
+    for case in CASES if "figures" in parts else ():
         if case.number not in FIGURE_CASES:
             continue
         row = run_case(case, None)
-        rows.append(row)
+        keep([row])
         if case.number in HONEST_TWINS and row["verdict"] != "flagged":
             # Not caught: it passes only if it gains nothing over its honest twin.
-            rows.append(_twin(case, kernels, None, (row, TWIN_SPEEDUP_MARGIN)))
-    v = check("histogram", HISTOGRAM_CUDA, timeout=480)
-    print_verdict("histogram", "expert_cuda.py", v)
-    rows.append({**_row("histogram CUDA expert", ("correct",), v, v["status"] == "correct"),
-                 "verdict_json": v})  # fmt: skip
+            keep([_twin(case, kernels, None, (row, TWIN_SPEEDUP_MARGIN))])
+    if "histogram" in parts:
+        v = check("histogram", HISTOGRAM_CUDA, timeout=480)
+        print_verdict("histogram", "expert_cuda.py", v)
+        ok = v["status"] == "correct"
+        keep([{**_row("histogram CUDA expert", ("correct",), v, ok), "verdict_json": v}])
     print_integrity_table(rows)
-    verdicts = {r["case"]: r.pop("verdict_json") for r in rows if "verdict_json" in r}
-    save(out, "integrity", {"rows": rows, "verdicts": verdicts})
     return rows
 
 
@@ -330,7 +347,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "what",
-        choices=["experts", "files", "exploits", "stability", "ceilings", "collect", "integrity"],
+        choices=[
+            "experts",
+            "files",
+            "exploits",
+            "stability",
+            "ceilings",
+            "collect",
+            "integrity",
+            "integrity-table",
+        ],
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(INTEGRITY_PARTS),
+        help=f"integrity: the groups to run, of {','.join(INTEGRITY_PARTS)}",
     )
     parser.add_argument("items", nargs="*")
     parser.add_argument("--tasks")
@@ -362,7 +393,17 @@ def main() -> None:
         ceil = subprocess.run([sys.executable, "-m", "evaluator", "ceilings"], cwd=ROOT,
                               capture_output=True, text=True, check=False)  # fmt: skip
         print(ceil.stdout or ceil.stderr, flush=True)
-        rows = integrity(out, args.jobs)
+        parts = tuple(p for p in INTEGRITY_PARTS if p in args.parts.split(","))
+        unknown = set(args.parts.split(",")) - set(INTEGRITY_PARTS)
+        if unknown or not parts:
+            parser.error(f"--parts takes some of {','.join(INTEGRITY_PARTS)}, not {args.parts}")
+        rows = integrity(out, args.jobs, parts)
+        sys.exit(0 if all(r["ok"] for r in rows) else 1)
+    if args.what == "integrity-table":
+        if not args.items:
+            parser.error("integrity-table takes the integrity*.json files of one or more calls")
+        rows = [r for item in args.items for r in json.loads(Path(item).read_text())["rows"]]
+        print_integrity_table(rows)
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
     subprocess.run(
         [
