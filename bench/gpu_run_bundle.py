@@ -1,6 +1,6 @@
 """A run bundle with a kernel for every catalog task, evaluated end to end by one GPU worker.
 
-    python bench/gpu_run_bundle.py DIR [--deadline-s 520] [--gpu 0] [--hardware "NVIDIA H200"]
+    python bench/gpu_run_bundle.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
     python bench/gpu_run_bundle.py DIR --export baselines.json
 
 The first call on an empty DIR builds a portal there on the embedded default
@@ -8,8 +8,9 @@ The first call on an empty DIR builds a portal there on the embedded default
 task's expert kernel into one bundle (`kernels/<task>.py`, a manifest without
 guidance levels) and uploads it through `POST /api/runs/` to the portal's own
 web server. Then, on every call, it runs one `manage.py evaluation_worker`
-pinned to `--gpu` in cuda mode, counters on, as a deployment does, and prints a
-line for each evaluation that finishes.
+per GPU of `--gpus` (pinned to it) in cuda mode, counters on, as a deployment
+does, and prints a line for each evaluation that finishes, with the GPU
+(UUID) it ran on.
 
 A call stops the worker when `--deadline-s` has passed (a device call has a
 time limit); the next call on the same DIR (carried back) starts a worker
@@ -62,7 +63,8 @@ print(json.dumps([
      "finished": e.finished_at.isoformat() if e.finished_at else None,
      "seconds": (e.finished_at - e.started_at).total_seconds()
          if e.finished_at and e.started_at else None,
-     "hardware": e.hardware, "message": e.message[:160]}
+     "hardware": e.hardware, "worker": e.worker, "message": e.message[:160],
+     "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", "")}
     for e in rows
 ]))
 """
@@ -140,7 +142,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
     parser.add_argument("--deadline-s", type=float, default=520.0)
-    parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--gpus", default="0", help="comma-separated GPU indices, a worker each")
     parser.add_argument("--hardware", default="NVIDIA H200")
     parser.add_argument("--export", type=Path, help="write the finished verdicts to this file")
     parser.add_argument(
@@ -190,10 +192,17 @@ def main() -> None:
             portal.close()
             portal.processes.clear()
         worker_started = time.monotonic()
-        pin = ["--gpu", str(args.gpu)] if args.mode == "cuda" else []
-        portal.processes.append(
-            portal._start("worker", "evaluation_worker", *pin, "--hardware", args.hardware)
-        )
+        gpus = [int(g) for g in args.gpus.split(",")] if args.mode == "cuda" else [None]
+        workers = [
+            portal._start(
+                f"worker-{gpu if gpu is not None else 'cpu'}",
+                "evaluation_worker",
+                *(["--gpu", str(gpu)] if gpu is not None else []),
+                "--hardware",
+                args.hardware,
+            )
+            for gpu in gpus
+        ]
         seen: set[int] = set()
         rows: list[dict] = []
         while True:
@@ -203,15 +212,17 @@ def main() -> None:
                     seen.add(row["pk"])
                     print(
                         f"{row['task']:24} {row['status']:14} {row['seconds'] or 0:6.1f} s  "
-                        f"attempts {row['attempts']}  {row['message'][:90]}",
+                        f"attempts {row['attempts']}  {row['worker']} {row['uuid'] or '-'}  "
+                        f"{row['message'][:80]}",
                         flush=True,
                     )
             done = all(row["finished"] for row in rows)
             if done or time.monotonic() - started > args.deadline_s:
                 break
-            if portal.processes[-1].poll() is not None:
-                print(portal.log("worker")[-3000:])
-                raise SystemExit("the worker stopped")
+            for gpu, worker in zip(gpus, workers, strict=True):
+                if worker.poll() is not None:
+                    print(portal.log(f"worker-{gpu if gpu is not None else 'cpu'}")[-3000:])
+                    raise SystemExit("a worker stopped")
             time.sleep(5)
         worker_s = time.monotonic() - worker_started
         portal.close()
@@ -229,11 +240,16 @@ def main() -> None:
             for r in rows:
                 counts[r["status"]] = counts.get(r["status"], 0) + 1
             taken_again = sum(1 for r in rows if r["attempts"] > 1)
+            per_gpu: dict[str, int] = {}
+            for r in rows:
+                per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
+            print(f"evaluations per GPU: {per_gpu}")
             print(
                 f"complete: {len(rows)} evaluations, sum of their own times {own:.0f} s, "
                 f"{taken_again} taken again after a stopped worker; verdicts {counts}"
             )
             state["complete"] = {
+                "per_gpu": per_gpu,
                 "evaluations_s": round(own, 1),
                 "verdicts": counts,
                 "taken_again": taken_again,
