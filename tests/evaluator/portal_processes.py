@@ -206,10 +206,10 @@ class Portal:
     def close(self) -> None:
         for proc in self.processes:
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+                # The main process only, as a service manager stops a worker: a SIGTERM
+                # to the whole group also reaches django-q2's sentinel, and the cluster
+                # then waits for it (docs/deploy.md).
+                proc.terminate()
         for proc in self.processes:
             try:
                 proc.wait(timeout=30)
