@@ -9,6 +9,15 @@ in milliseconds and hands work to the evaluation workers through the queue.
 
 import multiprocessing
 import os
+from pathlib import Path
+
+import environ
+
+# The same .env the settings read (d2kportal/settings/env.py), read before the workers
+# load Django: D2K_WEB_* set there count too, and the environment still wins.
+_dotenv = Path(__file__).resolve().parent.parent / ".env"
+if _dotenv.exists():
+    environ.Env.read_env(str(_dotenv))
 
 bind = os.environ.get("D2K_WEB_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("D2K_WEB_WORKERS") or 2 * multiprocessing.cpu_count() + 1)

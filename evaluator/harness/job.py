@@ -42,7 +42,7 @@ class TimingSettings:
     # Timing phases a workload's calls are split into (up to max_calls /
     # phases calls each), each with new models and a warm-up of its own:
     # a phase draws a state that moves a short call by about 1 µs, so the
-    # figure pools forty of them (docs/benchmarks.md, series 8 and 9).
+    # figure pools forty of them (docs/lab/benchmarks-history.md, series 8 and 9).
     phases: int = 40
 
     @property

@@ -71,7 +71,7 @@ def release_cached_memory() -> None:
     Each workload is timed from this state, so where its tensors land does not
     depend on which workloads ran before it in the process. On the H200 this
     narrowed, but did not remove, a short reference's drift from one
-    evaluation to the next (docs/benchmarks.md, series 3).
+    evaluation to the next (docs/lab/benchmarks-history.md, series 3).
     """
     _synchronize()
     _empty_cache()
