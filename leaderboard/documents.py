@@ -22,6 +22,10 @@ DOCUMENTS = {
     "evaluator": ("evaluator.md", "How submissions are evaluated"),
     "benchmarks": ("benchmarks.md", "Measured on the GPU"),
     "run-format": ("run-format.md", "Run bundles and agent traces"),
+    "scores": ("scores.md", "How runs are scored"),
+    "baselines": ("baselines.md", "Expert baselines on the GPU"),
+    "architecture": ("architecture.md", "How the portal is built"),
+    "deploy": ("deploy.md", "Deploying the portal"),
 }
 _EXTENSIONS = ["fenced_code", "tables", "sane_lists", "toc", "codehilite"]
 _CONFIG = {
