@@ -28,7 +28,9 @@ def submission_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> S
     except (TypeError, ValueError) as exc:
         raise Http404("No such submission.") from exc
     submission = (
-        Submission.objects.select_related("owner", "task", "task_version").filter(pk=pk).first()
+        Submission.objects.select_related("owner", "task", "task_version", "run")
+        .filter(pk=pk)
+        .first()
     )
     if submission is None or not _can_view(user=user, submission=submission):
         raise Http404("No such submission.")

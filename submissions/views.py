@@ -16,6 +16,7 @@ from evaluator.selectors import (
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
+from runs.selectors import EXAMPLE_LABEL
 from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
@@ -71,6 +72,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "levels": submission_properties_view(submission=submission, evaluation=evaluation),
         "moderation_actions": moderation_actions_for(submission=submission),
         "is_owner": request.user.is_authenticated and request.user.pk == submission.owner_id,
+        "example_label": EXAMPLE_LABEL if submission.run and submission.run.is_example else None,
     }
     if request.user.is_authenticated and request.user.is_staff:
         context["moderation_form"] = ModerationForm()
