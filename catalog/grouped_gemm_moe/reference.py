@@ -9,15 +9,18 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        # What a practitioner writes: one cuBLAS GEMM per expert (bf16 operands,
-        # fp32 accumulation, one rounding to bf16), after copying the group
-        # boundaries to the host.
+        # Ground truth in fp32: bf16 values and their products are exact in
+        # fp32 and the sums run in fp32, rounded to bf16 once. A bf16 GEMM call
+        # would leave the reduction to the library, which may round partial
+        # sums to bf16 (split-K under PyTorch's default
+        # allow_bf16_reduced_precision_reduction); the practitioner's bf16
+        # loop is baseline.py.
         y = x.new_empty((x.shape[0], w.shape[2]))
         bounds = offsets.tolist()
         for e in range(w.shape[0]):
             start, end = bounds[e], bounds[e + 1]
             if end > start:
-                y[start:end] = x[start:end] @ w[e]
+                y[start:end] = (x[start:end].float() @ w[e].float()).to(y.dtype)
         return y
 
 
