@@ -11,6 +11,11 @@ so the class never shows in interpret mode; the tests below find the ops by
 name and argument on the CPU, where the values can be read.
 """
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -19,6 +24,7 @@ from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_
 from evaluator.harness.spec import Mode
 from evaluator.harness.workload import load_module, make_inputs
 
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 CPU = torch.device("cpu")
 aten = torch.ops.aten
@@ -123,3 +129,25 @@ def test_the_recorder_finds_a_sampler_a_float_scan_and_a_repeated_write():
         "aten.index_put_.default",
         "aten.multinomial.default",
     ]
+
+
+def _prints_in_a_new_process(device: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.catalog.input_fingerprints", device],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_every_workload_draws_the_same_inputs_in_two_processes_on_the_gpu():
+    first, second = _prints_in_a_new_process("cuda"), _prints_in_a_new_process("cuda")
+    assert list(first) == list(second)
+    assert [name for name in first if first[name] != second[name]] == []
