@@ -9,9 +9,12 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        # cuBLAS (and the CPU backend) accumulate bf16 products in fp32 and round
-        # the result to bf16 once: the same contract the kernel must meet.
-        return torch.matmul(a, b)
+        # Ground truth in fp32: bf16 values and their products are exact in
+        # fp32 and the sums run in fp32, rounded to bf16 once (the contract the
+        # kernel must meet). A bf16 call would leave the reduction to cuBLAS,
+        # which may round split-K partial sums to bf16 (PyTorch's default
+        # allow_bf16_reduced_precision_reduction); baseline.py is that call.
+        return torch.matmul(a.float(), b.float()).to(a.dtype)
 
 
 def get_init_inputs(**params):

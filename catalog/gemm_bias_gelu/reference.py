@@ -10,9 +10,11 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        # The unfused PyTorch baseline: cuBLAS GEMM with the bias (fp32
-        # accumulation, one bf16 rounding), then a separate tanh-GELU pass.
-        return F.gelu(torch.addmm(bias, x, w), approximate="tanh")
+        # Ground truth in fp32, as the statement asks: exact products, fp32
+        # sums, the bias and GELU in fp32, one rounding to bf16. The unfused
+        # bf16 library calls a practitioner writes are baseline.py.
+        z = torch.addmm(bias.float(), x.float(), w.float())
+        return F.gelu(z, approximate="tanh").to(x.dtype)
 
 
 def get_init_inputs(**params):

@@ -9,20 +9,39 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        # What a practitioner writes: one cuBLAS GEMM per expert (bf16 operands,
-        # fp32 accumulation, one rounding to bf16), after copying the group
-        # boundaries to the host.
+        # Ground truth in fp32: bf16 values and their products are exact in
+        # fp32 and the sums run in fp32, rounded to bf16 once. A bf16 GEMM call
+        # would leave the reduction to the library, which may round partial
+        # sums to bf16 (split-K under PyTorch's default
+        # allow_bf16_reduced_precision_reduction); the practitioner's bf16
+        # loop is baseline.py.
         y = x.new_empty((x.shape[0], w.shape[2]))
         bounds = offsets.tolist()
         for e in range(w.shape[0]):
             start, end = bounds[e], bounds[e + 1]
             if end > start:
-                y[start:end] = x[start:end] @ w[e]
+                y[start:end] = (x[start:end].float() @ w[e].float()).to(y.dtype)
         return y
 
 
 def get_init_inputs(**params):
     return []
+
+
+def _power_law_draws(n: int, count: int, exponent: float) -> torch.Tensor:
+    """`count` indices in [0, n), index i drawn with probability w_i / sum(w).
+
+    Weights rank^-exponent over shuffled ranks, as integers (2^32 rank^-exponent,
+    rounded): the draws invert their exact int64 running total, so one seed
+    gives the same groups in every process (torch.multinomial sums float
+    weights with a GPU scan whose rounding may change from run to run, and the
+    reference is computed in another process than the kernel's call).
+    """
+    ranks = torch.arange(1, n + 1, dtype=torch.float64)
+    weights = torch.round(ranks**-exponent * 2.0**32).to(torch.int64)
+    edges = torch.cumsum(weights[torch.randperm(n)], dim=0)
+    draws = torch.randint(0, int(edges[-1]), (count,), dtype=torch.int64)
+    return torch.searchsorted(edges, draws, right=True)
 
 
 def get_inputs(experts, tokens, K, N, skew=0.5, dtype="bfloat16", **params):
@@ -32,9 +51,7 @@ def get_inputs(experts, tokens, K, N, skew=0.5, dtype="bfloat16", **params):
     # hot experts get several times the mean and, when tokens are few, some
     # experts get none. Routed rows arrive sorted by expert (as after a
     # permute step); offsets[e]:offsets[e + 1] are expert e's rows.
-    popularity = (torch.randperm(experts) + 1).to(torch.float32) ** -skew
-    expert_of_row = torch.multinomial(popularity, tokens, replacement=True)
-    counts = torch.bincount(expert_of_row, minlength=experts)
+    counts = torch.bincount(_power_law_draws(experts, tokens, skew), minlength=experts)
     offsets = torch.zeros(experts + 1, dtype=torch.int32)
     offsets[1:] = torch.cumsum(counts, 0).to(torch.int32)
     # Unit-scale activations and weights scaled by 1/sqrt(K): every output is O(1).

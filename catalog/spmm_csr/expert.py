@@ -145,6 +145,19 @@ def _num_sms(device: torch.device) -> int:
     return 4
 
 
+def launch_shape(n_rows: int, nnz: int, n_dense: int, sms: int) -> tuple[int, int, int, int, int]:
+    """(BLOCK_N, BLOCK_K, nonzeros per program, programs, binary-search steps)."""
+    block_n = triton.next_power_of_2(n_dense)
+    block_k = max(8, min(32, TILE_ELEMS // block_n))
+    # Equal nonzero ranges, several per SM; a multiple of the gather block.
+    target = triton.cdiv(max(nnz, 1), sms * PROGRAMS_PER_SM)
+    nnz_per = max(MIN_NNZ_PER, min(MAX_NNZ_PER, triton.cdiv(target, block_k) * block_k))
+    n_progs = max(1, triton.cdiv(nnz, nnz_per))
+    # The search interval [0, n_rows] halves each step until it is empty.
+    n_iter = max(1, (n_rows + 1).bit_length())
+    return block_n, block_k, nnz_per, n_progs, n_iter
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -159,13 +172,9 @@ class ModelNew(nn.Module):
         c = torch.empty((n_rows, n_dense), dtype=dense.dtype, device=dense.device)
         if n_rows == 0 or n_dense == 0:
             return c
-        block_n = triton.next_power_of_2(n_dense)
-        block_k = max(8, min(32, TILE_ELEMS // block_n))
-        # Equal nonzero ranges, several per SM; a multiple of the gather block.
-        target = triton.cdiv(max(nnz, 1), _num_sms(dense.device) * PROGRAMS_PER_SM)
-        nnz_per = max(MIN_NNZ_PER, min(MAX_NNZ_PER, triton.cdiv(target, block_k) * block_k))
-        n_progs = max(1, triton.cdiv(nnz, nnz_per))
-        n_iter = max(1, (n_rows + 1).bit_length())
+        block_n, block_k, nnz_per, n_progs, n_iter = launch_shape(
+            n_rows, nnz, n_dense, _num_sms(dense.device)
+        )
         carry = torch.empty((n_progs, n_dense), dtype=torch.float32, device=dense.device)
         carry_row = torch.empty(n_progs, dtype=torch.int32, device=dense.device)
         _spmm_nnz_split[(n_progs,)](

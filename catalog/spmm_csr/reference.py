@@ -34,11 +34,23 @@ def get_init_inputs(**params):
     return []
 
 
-def _power_law_weights(n: int, exponent: float) -> torch.Tensor:
-    # Zipf weights rank^-exponent over a random permutation of the indices:
-    # a few hubs take a large share of the nonzeros, most indices very few.
-    w = torch.arange(1, n + 1, dtype=torch.float32) ** -exponent
-    return w[torch.randperm(n)]
+def _power_law_draws(n: int, count: int, exponent: float) -> torch.Tensor:
+    """`count` indices in [0, n), index i drawn with probability w_i / sum(w).
+
+    Zipf weights rank^-exponent over a random permutation of the indices: a
+    few hubs take a large share of the draws, most indices very few. The
+    weights are integers (2^32 rank^-exponent, rounded) and the draws invert
+    their exact int64 running total, so one seed gives the same matrix in
+    every process. torch.multinomial sums float weights with a GPU scan whose
+    rounding changes from run to run; a draw near a bin edge then lands in
+    the neighbouring row, and the process that computes the reference would
+    see another matrix than the one the kernel was given.
+    """
+    ranks = torch.arange(1, n + 1, dtype=torch.float64)
+    weights = torch.round(ranks**-exponent * 2.0**32).to(torch.int64)
+    edges = torch.cumsum(weights[torch.randperm(n)], dim=0)
+    draws = torch.randint(0, int(edges[-1]), (count,), dtype=torch.int64)
+    return torch.searchsorted(edges, draws, right=True)
 
 
 def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, **params):
@@ -51,8 +63,8 @@ def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, **params):
         # A scale-free graph: out-degrees (row lengths) and in-degrees (column
         # popularity) both follow a power law; the largest row holds a few
         # percent of all nonzeros.
-        r = torch.multinomial(_power_law_weights(rows, 0.8), nnz, replacement=True)
-        c = torch.multinomial(_power_law_weights(cols, 0.8), nnz, replacement=True)
+        r = _power_law_draws(rows, nnz, 0.8)
+        c = _power_law_draws(cols, nnz, 0.8)
     elif kind == "banded":
         # Diagonals -band .. +band (a 1-D stencil / banded system), clipped at the edges.
         offsets = torch.arange(-band, band + 1)
