@@ -34,13 +34,16 @@ class ProfileForm(forms.ModelForm):
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=50, help_text="Where it lives, e.g. `lab-cluster`.")
+    name = forms.CharField(max_length=50, help_text="Where it lives, e.g. lab-cluster.")
     scopes = forms.MultipleChoiceField(
         choices=Scope.choices,
         initial=[Scope.UPLOAD],
         widget=forms.CheckboxSelectMultiple,
         help_text="Reading what you may see needs no scope.",
     )
+    # One per rendered form: a reload of the page that showed a new token re-sends
+    # the form, and must not issue a second one (views.token_create).
+    issue_id = forms.CharField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args, user: User, **kwargs) -> None:
         super().__init__(*args, **kwargs)

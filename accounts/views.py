@@ -1,3 +1,5 @@
+import secrets
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -30,10 +32,25 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/signup.html", {"form": form}, status=status)
 
 
+# How many token forms of one session can be answered (a few open tabs).
+_ISSUE_IDS_KEPT = 10
+
+
+def _token_form_fresh(request: HttpRequest, user) -> TokenForm:
+    """An empty token form with an issue id that this session can use once."""
+    issue_id = secrets.token_urlsafe(16)
+    request.session["token_issue_ids"] = [
+        *request.session.get("token_issue_ids", [])[-(_ISSUE_IDS_KEPT - 1) :],
+        issue_id,
+    ]
+    return TokenForm(user=user, initial={"issue_id": issue_id})
+
+
 def _profile(request: HttpRequest, status: int = 200, **context: object) -> HttpResponse:
     user = authenticated_user(request.user)
     context.setdefault("profile_form", ProfileForm(instance=user))
-    context.setdefault("token_form", TokenForm(user=user))
+    if "token_form" not in context:
+        context["token_form"] = _token_form_fresh(request, user)
     context["tokens"] = token_list_for_user(user=user)
     return render(request, "accounts/profile.html", context, status=status)
 
@@ -59,6 +76,14 @@ def profile(request: HttpRequest) -> HttpResponse:
 def token_create(request: HttpRequest) -> HttpResponse:
     user = authenticated_user(request.user)
     form = TokenForm(request.POST, user=user)
+    open_ids = request.session.get("token_issue_ids", [])
+    if request.POST.get("issue_id") not in open_ids:
+        messages.info(
+            request,
+            "That form was already answered (a page reload sends it again): a token is "
+            "shown only once. Issue a new one below if you need it.",
+        )
+        return redirect("accounts:profile")
     if not form.is_valid():
         return _profile(request, token_form=form, status=400)
     try:
@@ -69,6 +94,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
         for message in exc.messages:
             form.add_error(None, message)
         return _profile(request, token_form=form, status=400)
+    request.session["token_issue_ids"] = [i for i in open_ids if i != form.cleaned_data["issue_id"]]
     # The key is shown in this response only: it is stored hashed.
     return _profile(request, issued=issued)
 

@@ -16,7 +16,25 @@ LIST = "/api/submissions/"
 
 
 def _issue(client, name="laptop", scopes=("upload",)):
-    return client.post(reverse("accounts:token_create"), {"name": name, "scopes": list(scopes)})
+    form = client.get(reverse("accounts:profile")).context["token_form"]
+    return client.post(
+        reverse("accounts:token_create"),
+        {"name": name, "scopes": list(scopes), "issue_id": form.initial["issue_id"]},
+    )
+
+
+def test_a_reload_of_the_page_that_showed_a_token_issues_no_second_one(client):
+    user = UserFactory()
+    client.force_login(user)
+    form = client.get(reverse("accounts:profile")).context["token_form"]
+    sent = {"name": "laptop", "scopes": ["upload"], "issue_id": form.initial["issue_id"]}
+    assert client.post(reverse("accounts:token_create"), sent).status_code == 200
+    again = client.post(reverse("accounts:token_create"), sent, follow=True)
+    assert ApiToken.objects.filter(user=user).count() == 1
+    assert "already answered" in again.content.decode()
+    # A form without an issue id of this session issues nothing either.
+    client.post(reverse("accounts:token_create"), {**sent, "issue_id": "forged"})
+    assert ApiToken.objects.filter(user=user).count() == 1
 
 
 def test_a_token_is_shown_once_and_stored_only_as_a_hash(client):
