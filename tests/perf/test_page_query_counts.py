@@ -1,0 +1,79 @@
+"""Every page's SQL query count is pinned and does not grow with the number of runs: the
+same count on a small and a larger generated dataset (leaderboard_example's data)."""
+
+import pytest
+from django.urls import reverse
+
+from leaderboard.generate import leaderboard_example_generate
+from runs.models import Run
+from scoring.services import scores_version_bump
+from submissions.models import Submission
+from tests.factories import DesignPropertyFactory, TaskVersionFactory, WorkloadFactory
+
+pytestmark = pytest.mark.django_db
+
+# Queries of an anonymous request that builds the page (the first after a change of the
+# data version), and of one served from what was built (None: the page is not cached).
+PAGES = {
+    # version; pairs, catalog size, latest evaluations
+    "home": (4, 1),
+    # version; filter choices, run scores, the catalog's task count, expert scores
+    "leaderboard": (5, 1),
+    # version; filter choices, the pairs with both runs' scores
+    "paired": (3, 1),
+    # version; task + version, public workloads, guidance, properties; ranking scores,
+    # their workload results; the expert baseline
+    "task": (8, 1),
+    # version; run count, the page's runs, tasks, cells, filter choices
+    "matrix": (6, 1),
+    # version; the catalog's rows
+    "catalog": (2, 1),
+    # the run; per side: kernels, latest evaluations + results, traces, (proposals); tasks;
+    # both runs' scores; the moderation log
+    "run": (13, None),
+    # the submission; its latest evaluation + results; properties + assessments; the
+    # moderation log
+    "submission": (6, None),
+}
+
+
+def catalog(tasks=3):
+    for i in range(tasks):
+        version = TaskVersionFactory(task__slug=f"task_{i}", task__position=i)
+        for name in ("timed_a", "timed_b"):
+            WorkloadFactory(version=version, name=name)
+        for key in ("p1", "p2"):
+            DesignPropertyFactory(task=version.task, key=key)
+
+
+def urls():
+    run = Run.objects.order_by("pk").first()
+    submission = Submission.objects.filter(run=run).order_by("pk").first()
+    return {
+        "home": reverse("leaderboard:home"),
+        "leaderboard": reverse("leaderboard:leaderboard"),
+        "paired": reverse("leaderboard:paired"),
+        "task": reverse("task_catalog:detail", args=["task_0"]),
+        "matrix": reverse("leaderboard:matrix"),
+        "catalog": reverse("task_catalog:list"),
+        "run": reverse("runs:detail", args=[run.pk]),
+        "submission": reverse("submissions:detail", args=[submission.pk]),
+    }
+
+
+@pytest.mark.parametrize("runs", [2, 12])
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_a_page_takes_the_same_queries_whatever_the_number_of_runs(
+    client, runs, page, django_assert_num_queries
+):
+    catalog()
+    leaderboard_example_generate(runs=runs)
+    url = urls()[page]
+    built, served = PAGES[page]
+    scores_version_bump()
+
+    with django_assert_num_queries(built):
+        assert client.get(url).status_code == 200
+    if served is not None:
+        with django_assert_num_queries(served):
+            assert client.get(url).status_code == 200
