@@ -1,5 +1,6 @@
 """Every page's SQL query count is pinned and does not grow with the number of runs: the
-same count on a small and a larger generated dataset (leaderboard_example's data)."""
+same count on a small and a larger generated dataset (leaderboard_example's data); the
+submissions API's, whatever the number of kernels."""
 
 import pytest
 from django.urls import reverse
@@ -8,7 +9,14 @@ from leaderboard.generate import leaderboard_example_generate
 from runs.models import Run
 from scoring.services import scores_version_bump
 from submissions.models import Submission
-from tests.factories import DesignPropertyFactory, TaskVersionFactory, WorkloadFactory
+from tests.factories import (
+    DesignPropertyFactory,
+    EvaluationFactory,
+    TaskVersionFactory,
+    UserFactory,
+    WorkloadFactory,
+    token_client,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +85,22 @@ def test_a_page_takes_the_same_queries_whatever_the_number_of_runs(
     if served is not None:
         with django_assert_num_queries(served):
             assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize("kernels", [2, 12])
+def test_the_submissions_api_takes_the_same_queries_whatever_the_number_of_kernels(
+    kernels, django_assert_num_queries
+):
+    owner = UserFactory()
+    for i in range(kernels):
+        EvaluationFactory(submission__owner=owner, submission__source=f"# kernel {i}\n")
+    client = token_client(owner)
+    newest = Submission.objects.filter(owner=owner).latest("created_at", "pk")
+    client.get("/api/submissions/")  # the token's first use writes when it was used
+
+    # the token with its user, the count, the page (owner, task and version joined)
+    with django_assert_num_queries(3):
+        assert client.get("/api/submissions/").status_code == 200
+    # the token with its user, the submission, its latest evaluation, its results
+    with django_assert_num_queries(4):
+        assert client.get(f"/api/submissions/{newest.pk}/").status_code == 200
