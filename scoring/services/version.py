@@ -16,25 +16,24 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save
 
-from evaluator.models import Evaluation, WorkloadResult
-from runs.models import Proposal, Run, Trace
-from scoring.models import Assessment, RunScore, ScoresVersion, TaskScore
+from evaluator.models import Evaluation
+from runs.models import Run
+from scoring.models import RunScore, ScoresVersion, TaskScore
 from scoring.selectors.version import ROW
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Guidance, Task, TaskVersion, Workload
 
-# Everything the cached pages read: scores and what they are computed from, what decides
-# whether a row ranks (visibility, moderation, reviews) and the catalog around them.
+# Everything the cached pages read: scores, what decides whether a row ranks (visibility,
+# moderation, verdicts and reviews) and the catalog around them. Workload results are
+# written in the verdict's transaction (its Evaluation save), traces and proposals in the
+# run's upload; assessments reach a cached page only through the scores their refresh
+# writes. None needs a receiver, and their tables keep Django's fast delete.
 WATCHED = (
     RunScore,
     TaskScore,
-    Assessment,
     Run,
-    Trace,
-    Proposal,
     Submission,
     Evaluation,
-    WorkloadResult,
     Task,
     TaskVersion,
     Workload,
