@@ -68,7 +68,12 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
         return render(request, "leaderboard/leaderboard.html", context, status=400)
     if export := _export(request):
-        return table_response(table=leaderboard_table(filters=filters), export=export)
+        table = versioned(
+            name="leaderboard-table",
+            key=filters.query(),
+            build=lambda: leaderboard_table(filters=filters),
+        )
+        return table_response(table=table, export=export)
     page = versioned(name="leaderboard", key=filters.query(), build=lambda: _board(filters))
     context = {"form": form, "filters": filters, **page}
     return render(request, "leaderboard/leaderboard.html", context)
@@ -95,7 +100,10 @@ def paired(request: HttpRequest) -> HttpResponse:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
         return render(request, "leaderboard/paired.html", context, status=400)
     if export := _export(request):
-        return table_response(table=pairs_table(filters=filters), export=export)
+        table = versioned(
+            name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
+        )
+        return table_response(table=table, export=export)
     page = versioned(name="paired", key=filters.query(), build=lambda: _pairs(filters))
     context = {"form": form, "filters": filters, **page}
     return render(request, "leaderboard/paired.html", context)

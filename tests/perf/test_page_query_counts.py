@@ -42,6 +42,9 @@ PAGES = {
     # the submission; its latest evaluation + results; properties + assessments; the
     # moderation log
     "submission": (6, None),
+    # version; the run scores (the same table as the page's CSV export)
+    "api-leaderboard": (2, 1),
+    "api-paired": (2, 1),
 }
 
 
@@ -66,6 +69,8 @@ def urls():
         "catalog": reverse("task_catalog:list"),
         "run": reverse("runs:detail", args=[run.pk]),
         "submission": reverse("submissions:detail", args=[submission.pk]),
+        "api-leaderboard": "/api/leaderboard/?format=csv",
+        "api-paired": "/api/leaderboard/paired/",
     }
 
 
