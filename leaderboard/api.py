@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from task_catalog.selectors import task_get_public
 
+from .caching import versioned
 from .filters import filters_parse, form_errors
 from .selectors import task_ranking
 from .selectors.board import PAIR_SORT_KEYS, SORT_KEYS, leaderboard_table, pairs_table
@@ -96,7 +97,12 @@ class LeaderboardAPI(APIView):
         filters, form = filters_parse(request.query_params, sort_keys=SORT_KEYS)
         if form.errors:
             return Response({"detail": form_errors(form)}, status=400)
-        return Response(leaderboard_table(filters=filters).records())
+        table = versioned(
+            name="leaderboard-table",
+            key=filters.query(),
+            build=lambda: leaderboard_table(filters=filters),
+        )
+        return Response(table.records())
 
 
 class LeaderboardPairedAPI(APIView):
@@ -111,4 +117,7 @@ class LeaderboardPairedAPI(APIView):
         filters, form = filters_parse(request.query_params, sort_keys=PAIR_SORT_KEYS)
         if form.errors:
             return Response({"detail": form_errors(form)}, status=400)
-        return Response(pairs_table(filters=filters).records())
+        table = versioned(
+            name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
+        )
+        return Response(table.records())

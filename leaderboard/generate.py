@@ -28,8 +28,8 @@ STATUSES = ("correct",) * 17 + ("incorrect", "runtime_error", "compile_error", "
 
 
 def leaderboard_example_generate(*, runs: int, seed: int = 7, hardware: str = "NVIDIA H200") -> int:
-    """Create `runs` generated runs (paired, half without guidance) over every task with a
-    current version, then their scores. Returns the number of runs created."""
+    """Create `runs` generated public runs (paired, half without guidance) over every task
+    with a current version, then their scores. Returns the number of runs created."""
     rnd = random.Random(seed)
     owner, _ = get_user_model().objects.get_or_create(username=OWNER, defaults={"is_active": False})
     tasks = list(
@@ -56,6 +56,7 @@ def leaderboard_example_generate(*, runs: int, seed: int = 7, hardware: str = "N
                     catalog_version="generated",
                     notes=GENERATED_NOTE,
                     is_example=True,
+                    is_public=True,
                     state=RunState.COMPLETE,
                     finished_at=now,
                 )
@@ -79,6 +80,7 @@ def _kernels(rnd, run, tasks, timed, properties, guided, hardware, now) -> None:
                 source="# generated example kernel\n",
                 sha256=Submission.digest(f"{run.pk}:{t.pk}"),
                 run=run,
+                is_public=True,
             )
             for t in tasks
         ]

@@ -3,6 +3,7 @@ from django.shortcuts import render
 
 from runs.selectors import run_get_for_viewer
 
+from .caching import fragment, versioned
 from .charts import (
     fast_p_figure,
     headline_figure,
@@ -13,7 +14,7 @@ from .charts import (
     speedup_distribution_figure,
 )
 from .documents import DocumentNotFound, document_render, documents_listed
-from .filters import filters_parse
+from .filters import Filters, filters_parse
 from .selectors import (
     catalog_size,
     comparison_table,
@@ -46,44 +47,72 @@ def _export(request: HttpRequest) -> str:
 
 
 def home(request):
+    return render(request, "leaderboard/home.html", versioned(name="home", key="", build=_home))
+
+
+def _home() -> dict:
     headline = home_headline()
+    figure = headline_figure(rows=headline_chart_rows(headline)) if headline else None
     context = {
-        "size": catalog_size(),
         "latest": evaluation_latest_public(limit=10),
         "headline": headline,
-        "figure": headline_figure(rows=headline_chart_rows(headline)) if headline else None,
+        "figure": figure,
     }
-    return render(request, "leaderboard/home.html", context)
+    results = fragment(template="leaderboard/_home_results.html", context=context)
+    return {"size": catalog_size(), "results": results, "figure": figure is not None}
 
 
 def leaderboard(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=SORT_KEYS)
-    context: dict = {"form": form, "filters": filters, "choices": run_filter_choices()}
     if form.errors:
+        context = {"form": form, "filters": filters, "choices": run_filter_choices()}
         return render(request, "leaderboard/leaderboard.html", context, status=400)
-    table = leaderboard_table(filters=filters)
     if export := _export(request):
+        table = versioned(
+            name="leaderboard-table",
+            key=filters.query(),
+            build=lambda: leaderboard_table(filters=filters),
+        )
         return table_response(table=table, export=export)
+    page = versioned(name="leaderboard", key=filters.query(), build=lambda: _board(filters))
+    context = {"form": form, "filters": filters, **page}
+    return render(request, "leaderboard/leaderboard.html", context)
+
+
+def _board(filters: Filters) -> dict:
+    table = leaderboard_table(filters=filters)
     groups = _by_gpu(table.rows, expert_reference_rows(hardware=filters.hardware))
-    context |= {
+    context = {
+        "filters": filters,
         "groups": groups,
         "headers": table_headers(
             columns=LEADERBOARD_COLUMNS, filters=filters, default=DEFAULT_SORT
         ),
         "figure": level_scores_figure(rows=_chart_rows(groups)),
     }
-    return render(request, "leaderboard/leaderboard.html", context)
+    board = fragment(template="leaderboard/_board.html", context=context)
+    return {"choices": run_filter_choices(), "board": board}
 
 
 def paired(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=PAIR_SORT_KEYS)
-    context: dict = {"form": form, "filters": filters, "choices": run_filter_choices()}
     if form.errors:
+        context = {"form": form, "filters": filters, "choices": run_filter_choices()}
         return render(request, "leaderboard/paired.html", context, status=400)
     if export := _export(request):
-        return table_response(table=pairs_table(filters=filters), export=export)
-    context["pairs"] = leaderboard_pairs(filters=filters)
+        table = versioned(
+            name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
+        )
+        return table_response(table=table, export=export)
+    page = versioned(name="paired", key=filters.query(), build=lambda: _pairs(filters))
+    context = {"form": form, "filters": filters, **page}
     return render(request, "leaderboard/paired.html", context)
+
+
+def _pairs(filters: Filters) -> dict:
+    context = {"filters": filters, "pairs": leaderboard_pairs(filters=filters)}
+    board = fragment(template="leaderboard/_pairs.html", context=context)
+    return {"choices": run_filter_choices(), "board": board}
 
 
 def charts(request: HttpRequest) -> HttpResponse:
@@ -137,24 +166,30 @@ def matrix(request: HttpRequest) -> HttpResponse:
     if form.errors:
         context = {"form": form, "choices": run_filter_choices()}
         return render(request, "leaderboard/matrix.html", context, status=400)
-    found = task_run_matrix(filters=filters)
     if export := _export(request):
+        found = task_run_matrix(filters=filters)
         return table_response(table=matrix_table(matrix=found), export=export)
+    page = versioned(name="matrix", key=filters.query(), build=lambda: _matrix(filters))
+    context = {"form": form, "filters": filters, **page}
+    return render(request, "leaderboard/matrix.html", context)
+
+
+def _matrix(filters: Filters) -> dict:
+    found = task_run_matrix(filters=filters)
     figure = matrix_figure(
         tasks=[t.slug for t in found.tasks],
         runs=[f"#{r.pk} {r.model} · {r.condition}" for r in found.runs],
         cells=[cells for _, cells in found.rows],
     )
     context = {
-        "form": form,
         "filters": filters,
-        "choices": run_filter_choices(),
         "matrix": found,
         "figure": figure,
         "previous_query": filters.query(page=found.page - 1),
         "next_query": filters.query(page=found.page + 1),
     }
-    return render(request, "leaderboard/matrix.html", context)
+    board = fragment(template="leaderboard/_matrix.html", context=context)
+    return {"choices": run_filter_choices(), "board": board, "per_page": len(found.runs)}
 
 
 def compare(request: HttpRequest) -> HttpResponse:

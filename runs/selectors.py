@@ -71,8 +71,15 @@ def run_state_derive(*, run: Run) -> str:
     if run.state == RunState.RECEIVING:
         return RunState.RECEIVING
     ids = list(Submission.objects.filter(run=run).values_list("pk", flat=True))
-    latest = evaluation_latest_by_submission(submission_ids=ids)
-    if all(i in latest and latest[i].is_finished for i in ids):
+    return _state(
+        run=run, submission_ids=ids, latest=evaluation_latest_by_submission(submission_ids=ids)
+    )
+
+
+def _state(*, run: Run, submission_ids: list[int], latest: dict[int, Evaluation]) -> str:
+    if run.state == RunState.RECEIVING:
+        return RunState.RECEIVING
+    if all(i in latest and latest[i].is_finished for i in submission_ids):
         return RunState.COMPLETE
     return RunState.EVALUATING
 
@@ -139,7 +146,8 @@ def _task_speedup(evaluation: Evaluation) -> float | None:
     return math.exp(sum(math.log(s) for s in speedups) / len(speedups))
 
 
-def _results(run: Run, *, with_proposals: bool) -> dict[int, TaskResult]:
+def _results(run: Run, *, with_proposals: bool) -> tuple[dict[int, TaskResult], str]:
+    """The run's outcome per task id, and its derived state (from the same rows)."""
     submissions = {
         s.task_id: s for s in Submission.objects.filter(run=run).only("pk", "task_id", "run_id")
     }
@@ -166,7 +174,8 @@ def _results(run: Run, *, with_proposals: bool) -> dict[int, TaskResult]:
             trace=traces.get(task_id),
             proposal=markdown_render(text) if text is not None else None,
         )
-    return results
+    ids = [s.pk for s in submissions.values()]
+    return results, _state(run=run, submission_ids=ids, latest=latest)
 
 
 _MISSING = TaskResult(
@@ -178,8 +187,8 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
     one row per catalog task (and per task the run touched) with the twin beside it."""
     pair = run.pair if run.pair and _can_view(user=user, run=run.pair) else None
-    mine = _results(run, with_proposals=True)
-    theirs = _results(pair, with_proposals=False) if pair else {}
+    mine, state = _results(run, with_proposals=True)
+    theirs, pair_state = _results(pair, with_proposals=False) if pair else ({}, None)
     task_ids = set(mine) | set(theirs)
     tasks = Task.objects.filter(Q(current_version__isnull=False) | Q(pk__in=task_ids))
     rows = [
@@ -192,9 +201,9 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     ]
     return RunDetail(
         run=run,
-        state=run_state_derive(run=run),
+        state=state,
         pair=pair,
-        pair_state=run_state_derive(run=pair) if pair else None,
+        pair_state=pair_state,
         rows=rows,
         example_label=EXAMPLE_LABEL if run.is_example else None,
     )

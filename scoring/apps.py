@@ -3,3 +3,8 @@ from django.apps import AppConfig
 
 class ScoringConfig(AppConfig):
     name = "scoring"
+
+    def ready(self) -> None:
+        from scoring.services.version import scores_version_watch
+
+        scores_version_watch()

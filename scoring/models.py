@@ -159,3 +159,16 @@ class RunScore(BaseModel):
 
     def __str__(self) -> str:
         return f"scores of run #{self.run_id}"
+
+
+class ScoresVersion(models.Model):
+    """One row whose `stamp` changes with every write a ranking, table or chart can show
+    (scores, verdicts, visibility, moderation, the catalog): pages cache what they
+    render under it (leaderboard.caching), so a cached table is never older than the
+    data. A random stamp, not a counter: a rolled-back or re-created row never brings
+    back a stamp that named other data."""
+
+    stamp = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return f"scores version {self.stamp}"

@@ -47,7 +47,7 @@ def submission_list_for_owner(*, owner: User) -> QuerySet[Submission]:
     `latest_status`, `latest_evaluation_id` and `latest_message`: one query."""
     return (
         Submission.objects.filter(owner=owner)
-        .select_related("task", "task_version")
+        .select_related("owner", "task", "task_version")
         .annotate(
             latest_evaluation_id=_latest_evaluation("pk"),
             latest_status=_latest_evaluation("status"),

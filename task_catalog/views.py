@@ -1,6 +1,7 @@
 from django.http import Http404
 from django.shortcuts import render
 
+from leaderboard.caching import fragment, versioned
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
 from leaderboard.selectors import ranking_hardware, task_expert_baseline, task_ranking
 
@@ -8,13 +9,29 @@ from .selectors import task_get_public, task_list, task_public_workloads
 
 
 def task_list_view(request):
-    return render(request, "task_catalog/list.html", {"tasks": task_list()})
+    page = versioned(name="catalog", key="", build=_catalog_page)
+    return render(request, "task_catalog/list.html", page)
+
+
+def _catalog_page() -> dict:
+    tasks = list(task_list())
+    return {
+        "count": len(tasks),
+        "table": fragment(template="task_catalog/_list.html", context={"tasks": tasks}),
+    }
 
 
 def task_detail_view(request, slug: str):
+    page = versioned(name="task-page", key=slug, build=lambda: _task_page(slug))
+    if page is None:
+        raise Http404(f"No task {slug!r} in the catalog.")
+    return render(request, "task_catalog/detail.html", page)
+
+
+def _task_page(slug: str) -> dict | None:
     task = task_get_public(slug=slug)
     if task is None:
-        raise Http404(f"No task {slug!r} in the catalog.")
+        return None
     workloads = task_public_workloads(task)
     properties = list(task.properties.all())
     ranking = task_ranking(task=task)
@@ -42,4 +59,5 @@ def task_detail_view(request, slug: str):
             ]
         ),
     }
-    return render(request, "task_catalog/detail.html", context)
+    content = fragment(template="task_catalog/_detail.html", context=context)
+    return {"title": task.title, "content": content}

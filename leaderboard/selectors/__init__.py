@@ -1,7 +1,7 @@
 """Every ranking, table and chart of the site is one selector here; the page, the API and
 the CSV export of a table call the same one."""
 
-from .common import COUNTS, TIMED, evaluation_counts, geometric_mean, positive_geomean
+from .common import evaluation_counts, geometric_mean, positive_geomean
 from .hacks import evaluation_hacked_list, hacked_table
 from .home import CatalogSize, catalog_size, evaluation_latest_public
 from .matrix import (
@@ -26,8 +26,6 @@ from .tasks import (
 )
 
 __all__ = [
-    "COUNTS",
-    "TIMED",
     "BaselineRow",
     "CatalogSize",
     "Cell",

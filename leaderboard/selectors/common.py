@@ -5,20 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from django.db.models import Q
-
 from evaluator.models import EvaluationStatus, Review
-
-# A result ranks when it is correct, or was flagged and an admin cleared it; a confirmed
-# hack never ranks. Only GPU (cuda) timings on a named GPU are comparable.
-COUNTS = (
-    Q(status=EvaluationStatus.CORRECT) | Q(status=EvaluationStatus.FLAGGED, review=Review.CLEARED)
-) & ~Q(review=Review.HACKED)
-TIMED = Q(mode="cuda") & ~Q(hardware="")
 
 
 def evaluation_counts(*, status: str, review: str) -> bool:
-    """The same rule as `COUNTS`, for a row already in memory."""
+    """Whether a result counts (as the scores' TaskScore.counts): correct, or flagged and
+    cleared by an admin; a confirmed hack never does."""
     if review == Review.HACKED:
         return False
     return status == EvaluationStatus.CORRECT or (

@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Avg, Case, Count, F, FloatField, Prefetch, Q, When
-from django.db.models.functions import Exp, Ln
+from django.db.models import Prefetch, Q
 
 from evaluator.harness.spec import environment_gpu
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
 from moderation.selectors import run_rankable_q, submission_rankable_q
+from scoring.models import TaskScore
 from task_catalog.models import Task, Workload
 
-from .common import COUNTS, TIMED, positive_geomean
+from .common import positive_geomean
 
 
 @dataclass(frozen=True)
@@ -36,75 +36,66 @@ class RankingRow:
     finished_at: datetime | None = None
 
 
-_TIMED_RESULT = Q(results__role=Workload.Role.TIMED)
-_LOG_SPEEDUP = Ln(
-    Case(When(results__speedup__gt=0, then=F("results__speedup")), output_field=FloatField())
-)
-
-
 def task_ranking(
     *, task: Task, hardware: str | None = None, limit: int | None = None
 ) -> list[RankingRow]:
     """The best counting result per entrant on the task's current version, ranked per GPU
     (2 queries). An entrant is a run, or an owner for kernels uploaded alone.
 
+    Read from the materialised TaskScores (scoring), which the leaderboard's run scores
+    are computed from too: a submission ranks with its latest finished verdict when it
+    counts (correct, or flagged and cleared; never a confirmed hack) and was timed in
+    cuda mode on a named GPU with a positive speedup on every public timed workload;
+    task speedup = their geometric mean. Only public submissions of public runs rank.
+
     Rows come grouped by hardware (by name), ranked within it: results timed on
-    different GPUs are never ranked together. Only public cuda-mode results on a named
-    GPU that count (correct, or flagged and cleared; never a confirmed hack) rank, and
-    only when every timed workload has a positive speedup; task speedup = their
-    geometric mean. `limit` caps the rows per GPU.
+    different GPUs are never ranked together. `limit` caps the rows per GPU.
     """
     if task.current_version_id is None:
         return []
-    evaluations = Evaluation.objects.filter(
-        COUNTS,
-        TIMED,
-        Q(submission__run__isnull=True) | run_rankable_q("submission__run__"),
+    scores = TaskScore.objects.filter(
+        Q(run__isnull=True) | run_rankable_q("run__"),
         submission_rankable_q("submission__"),
+        task_id=task.pk,
         submission__task_version_id=task.current_version_id,
-    )
+        counts=True,
+        speedup__gt=0,
+    ).exclude(hardware="")
     if hardware is not None:
-        evaluations = evaluations.filter(hardware=hardware)
-    candidates = (
-        evaluations.annotate(
-            timed=Count("results", filter=_TIMED_RESULT),
-            positive=Count("results", filter=_TIMED_RESULT & Q(results__speedup__gt=0)),
-            score=Exp(Avg(_LOG_SPEEDUP, filter=_TIMED_RESULT)),
-        )
-        .filter(timed__gt=0, positive=F("timed"))
-        .values(
-            "pk",
-            "hardware",
-            "status",
-            "finished_at",
-            "score",
-            "submission_id",
-            "submission__owner_id",
-            "submission__owner__username",
-            "submission__run_id",
-            "submission__run__model",
-            "submission__run__agent",
-            "submission__run__condition",
-            "submission__run__is_example",
-        )
-        .order_by("finished_at", "pk")
-    )
+        scores = scores.filter(hardware=hardware)
+    candidates = scores.values(
+        "evaluation_id",
+        "hardware",
+        "status",
+        "speedup",
+        "submission_id",
+        "evaluation__finished_at",
+        "submission__owner_id",
+        "submission__owner__username",
+        "run_id",
+        "run__model",
+        "run__agent",
+        "run__condition",
+        "run__is_example",
+    ).order_by("evaluation__finished_at", "evaluation_id")
     best: dict[tuple[Any, ...], Any] = {}
     for row in candidates:
-        run_id = row["submission__run_id"]
+        run_id = row["run_id"]
         entrant = ("run", run_id) if run_id else ("owner", row["submission__owner_id"])
         key = (row["hardware"], *entrant)
         # Earlier results win ties: the rows are ordered by finish time.
-        if key not in best or row["score"] > best[key]["score"]:
+        if key not in best or row["speedup"] > best[key]["speedup"]:
             best[key] = row
     per_gpu: dict[str, list[Any]] = defaultdict(list)
-    for row in sorted(best.values(), key=lambda r: (-r["score"], r["pk"])):
+    for row in sorted(best.values(), key=lambda r: (-r["speedup"], r["evaluation_id"])):
         if limit is None or len(per_gpu[row["hardware"]]) < limit:
             per_gpu[row["hardware"]].append(row)
     chosen = [row for gpu in sorted(per_gpu) for row in per_gpu[gpu]]
     speedups: dict[int, dict[str, Any]] = defaultdict(dict)
     results = WorkloadResult.objects.filter(
-        evaluation_id__in=[row["pk"] for row in chosen], role=Workload.Role.TIMED
+        evaluation_id__in=[row["evaluation_id"] for row in chosen],
+        role=Workload.Role.TIMED,
+        hidden=False,
     ).order_by("position")
     for evaluation_id, name, speedup in results.values_list("evaluation_id", "name", "speedup"):
         speedups[evaluation_id][name] = speedup
@@ -118,24 +109,24 @@ def task_ranking(
                 hardware=row["hardware"],
                 owner=row["submission__owner__username"],
                 submission_id=row["submission_id"],
-                evaluation_id=row["pk"],
-                speedup=row["score"],
+                evaluation_id=row["evaluation_id"],
+                speedup=row["speedup"],
                 status=row["status"],
-                run_id=row["submission__run_id"],
+                run_id=row["run_id"],
                 run_label=_run_label(row),
-                is_example=bool(row["submission__run__is_example"]),
+                is_example=bool(row["run__is_example"]),
                 is_expert=row["submission__owner__username"] == EXPERT_USERNAME,
-                workload_speedups=speedups[row["pk"]],
-                finished_at=row["finished_at"],
+                workload_speedups=speedups[row["evaluation_id"]],
+                finished_at=row["evaluation__finished_at"],
             )
         )
     return rows
 
 
 def _run_label(row: Any) -> str:
-    if not row["submission__run_id"]:
+    if not row["run_id"]:
         return ""
-    parts = ("submission__run__model", "submission__run__agent", "submission__run__condition")
+    parts = ("run__model", "run__agent", "run__condition")
     return " · ".join(str(row[p]) for p in parts)
 
 

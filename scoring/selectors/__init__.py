@@ -14,6 +14,7 @@ from scoring.selectors.formulas import (
     uplift,
 )
 from scoring.selectors.runs import run_score_data, run_scores_view, scores_uplift
+from scoring.selectors.version import scores_version
 
 __all__ = [
     "assessment_effective",
@@ -26,6 +27,7 @@ __all__ = [
     "run_score_data",
     "run_scores_view",
     "scores_uplift",
+    "scores_version",
     "submission_properties_view",
     "task_rubric",
     "task_speedup",

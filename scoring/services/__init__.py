@@ -12,6 +12,7 @@ from scoring.services.scores import (
     scores_refresh_all,
     task_score_refresh,
 )
+from scoring.services.version import scores_version_bump
 
 __all__ = [
     "AssessmentsInvalid",
@@ -23,5 +24,6 @@ __all__ = [
     "run_score_refresh",
     "scores_refresh",
     "scores_refresh_all",
+    "scores_version_bump",
     "task_score_refresh",
 ]

@@ -47,8 +47,9 @@ class AssessmentsInvalid(Exception):
 
 
 def evaluation_counts(evaluation: Evaluation | None) -> bool:
-    """Correct for scoring: `correct`, or `flagged` and cleared by an admin."""
-    if evaluation is None:
+    """Correct for scoring: `correct`, or `flagged` and cleared by an admin; never a
+    confirmed hack."""
+    if evaluation is None or evaluation.review == "hacked":
         return False
     return evaluation.status == "correct" or (
         evaluation.status == "flagged" and evaluation.review == "cleared"

@@ -24,6 +24,7 @@ from scoring.selectors.formulas import (
     task_speedup,
 )
 from scoring.services.assessments import assessments_machine_refresh, evaluation_counts
+from scoring.services.version import scores_version_bump
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
 
@@ -211,6 +212,9 @@ def scores_refresh(
     each run involved and of its twin (whose pair geomean depends on it)."""
     runs = set(run_ids)
     with transaction.atomic():
+        # First, so that every refresh takes the version row's lock before any score row's
+        # (the same order everywhere: no deadlock between two refreshes on PostgreSQL).
+        scores_version_bump()
         for submission in Submission.objects.filter(pk__in=set(submission_ids)):
             if machine:
                 assessments_machine_refresh(

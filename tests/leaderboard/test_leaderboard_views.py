@@ -48,8 +48,8 @@ def test_home_invites_to_upload(client):
 def test_home_query_count_is_pinned(client, django_assert_max_num_queries):
     for _ in range(5):
         EvaluationFactory()
-    # catalog size, latest evaluations, the published pairs' scores
-    with django_assert_max_num_queries(3):
+    # the data version, catalog size, latest evaluations, the published pairs' scores
+    with django_assert_max_num_queries(4):
         assert client.get(reverse("leaderboard:home")).status_code == 200
 
 

@@ -1,8 +1,11 @@
-"""The per-task ranking: which results count, one ranking per GPU, best per entrant."""
+"""The per-task ranking: which results count, one ranking per GPU, best per entrant, read
+from the materialised TaskScores (refreshed on every verdict and review)."""
 
 import pytest
 
+from evaluator.services import evaluation_review
 from leaderboard.selectors import geometric_mean, task_ranking
+from scoring.services import scores_refresh
 from task_catalog.models import Workload
 from tests.factories import (
     EvaluationFactory,
@@ -45,6 +48,13 @@ def evaluate(task, owner, speedups, **kwargs):
     WorkloadResultFactory(
         evaluation=evaluation, name="secret", role="hidden", hidden=True, speedup=100.0
     )
+    refreshed(evaluation)
+    return evaluation
+
+
+def refreshed(evaluation):
+    """The scores as the evaluation's finish (evaluator.services) leaves them."""
+    scores_refresh(submission_ids=[evaluation.submission_id], machine=False)
     return evaluation
 
 
@@ -61,7 +71,7 @@ def test_ranking_takes_each_owners_best_eligible_result(django_assert_num_querie
     evaluate(task, carol, [50.0, 50.0], is_public=False)
     old = TaskVersionFactory(task=task, make_current=False)
     other = SubmissionFactory(owner=carol, task=task, task_version=old)
-    WorkloadResultFactory(evaluation=EvaluationFactory(submission=other), speedup=90.0)
+    refreshed(WorkloadResultFactory(evaluation__submission=other, speedup=90.0).evaluation)
 
     with django_assert_num_queries(2):
         rows = task_ranking(task=task)
@@ -90,18 +100,40 @@ def test_a_result_ranks_when_it_counts(status, review, ranks):
     assert [r.owner for r in task_ranking(task=task)] == (["alice"] if ranks else [])
 
 
-def test_a_flagged_result_an_admin_clears_ranks():
+def test_a_flagged_result_an_admin_clears_ranks(django_capture_on_commit_callbacks):
     task = make_task()
-    flagged = evaluate(task, UserFactory(username="alice"), [3.0, 3.0], status="flagged")
-    flagged.review = "pending"
-    flagged.save()
+    flagged = evaluate(
+        task, UserFactory(username="alice"), [3.0, 3.0], status="flagged", review="pending"
+    )
     assert task_ranking(task=task) == []
 
-    flagged.review = "cleared"
-    flagged.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        evaluation_review(evaluation=flagged, decision="cleared", reviewer=UserFactory())
 
     [row] = task_ranking(task=task)
     assert (row.owner, row.status, row.evaluation_id) == ("alice", "flagged", flagged.pk)
+
+
+def test_a_submission_ranks_with_its_latest_verdict():
+    task = make_task()
+    first = evaluate(task, UserFactory(username="alice"), [4.0, 4.0])
+    assert [r.evaluation_id for r in task_ranking(task=task)] == [first.pk]
+
+    refreshed(EvaluationFactory(submission=first.submission, status="incorrect"))
+
+    assert task_ranking(task=task) == []
+
+
+def test_a_timed_workload_marked_hidden_is_neither_shown_nor_counted():
+    task = make_task()
+    evaluation = evaluate(task, UserFactory(), [4.0, 4.0])
+    WorkloadResultFactory(evaluation=evaluation, name="timed_secret", hidden=True, speedup=0.5)
+    refreshed(evaluation)
+
+    [row] = task_ranking(task=task)
+
+    assert row.speedup == pytest.approx(4.0)
+    assert row.workload_speedups == {"timed_0": 4.0, "timed_1": 4.0}
 
 
 def test_results_on_different_gpus_are_never_ranked_together():
@@ -156,6 +188,7 @@ def test_ranking_skips_results_without_a_timing():
     task = make_task()
     evaluation = evaluate(task, UserFactory(), [2.0])
     WorkloadResultFactory(evaluation=evaluation, name="timed_1", speedup=None)
+    refreshed(evaluation)
     assert task_ranking(task=task) == []
 
 

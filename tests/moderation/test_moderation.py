@@ -10,6 +10,7 @@ from evaluator.models import Evaluation
 from leaderboard.selectors import task_ranking
 from moderation.models import ModerationAction
 from moderation.services import moderation_act
+from scoring.services import scores_refresh
 from tests.factories import (
     EvaluationFactory,
     RunFactory,
@@ -45,6 +46,7 @@ def test_each_action_sets_the_state_logs_who_and_why_and_rankings_follow(staff, 
     evaluation = EvaluationFactory(status="correct", mode="cuda")
     WorkloadResultFactory(evaluation=evaluation)
     submission = evaluation.submission
+    scores_refresh(submission_ids=[submission.pk])  # as the verdict's commit does
     assert _ranked(submission) == [submission.pk]
     action = moderation_act(actor=staff, kind=kind, reason="looked at it", submission=submission)
     submission.refresh_from_db()

@@ -216,12 +216,12 @@ def test_the_schemas_are_published_at_a_stable_url(client, name):
 def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     client, stored, django_assert_num_queries
 ):
-    # The count does not grow with the tasks: one query per kind of row, per side, and one
-    # for both runs' scores.
+    # The count does not grow with the tasks: one query per kind of row, per side (the
+    # run's state comes from the same rows), and one for both runs' scores.
     for run in stored:  # one task, then two
-        with django_assert_num_queries(18):
+        with django_assert_num_queries(12):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(19):  # the API's 17, the scores, the moderation log
+        with django_assert_num_queries(13):  # the API's 11, the scores, the moderation log
             client.get(f"/runs/{run.pk}/")
 
 

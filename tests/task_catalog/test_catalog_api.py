@@ -1,5 +1,6 @@
 import pytest
 
+from scoring.services import scores_refresh
 from task_catalog.models import Workload
 from tests.factories import (
     DesignPropertyFactory,
@@ -93,7 +94,12 @@ def test_task_ranking(client, task):
     )
     evaluation = EvaluationFactory(submission=submission)
     WorkloadResultFactory(evaluation=evaluation, name="timed_a", speedup=2.5)
-    EvaluationFactory(submission=submission, mode="interpret")
+    untimed = SubmissionFactory(
+        owner=submission.owner, task_version=task.current_version, source="# other\n"
+    )
+    EvaluationFactory(submission=untimed, mode="interpret")
+    # As the verdicts' commits do.
+    scores_refresh(submission_ids=[submission.pk, untimed.pk])
 
     data = client.get("/api/tasks/row_softmax/ranking/").json()
 

@@ -5,6 +5,8 @@ from django.urls import reverse
 
 from evaluator.services import EXPERT_USERNAME, baseline_import
 from leaderboard.selectors import task_expert_baseline
+from scoring.services import scores_refresh
+from submissions.models import Submission
 from tests.evaluator.test_baselines import FIXTURE_GPU, gpu_verdict, gpu_workload
 from tests.factories import (
     EvaluationFactory,
@@ -146,6 +148,8 @@ def test_the_experts_ranking_row_is_marked(client, task):
     imported(task)
     other = SubmissionFactory(task_version=task.current_version, owner__username="alice")
     WorkloadResultFactory(evaluation=EvaluationFactory(submission=other), speedup=5.0)
+    # As the verdicts' commits do.
+    scores_refresh(submission_ids=Submission.objects.values_list("pk", flat=True))
 
     html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
 
@@ -155,8 +159,9 @@ def test_the_experts_ranking_row_is_marked(client, task):
 
 def test_task_page_with_a_baseline_query_count_is_pinned(client, task, django_assert_num_queries):
     imported(task)
-    # task + version, workloads, guidance, properties, ranking (2), baseline (2)
-    with django_assert_num_queries(8):
+    scores_refresh(submission_ids=Submission.objects.values_list("pk", flat=True))
+    # data version, task + version, workloads, guidance, properties, ranking (2), baseline (2)
+    with django_assert_num_queries(9):
         assert client.get(reverse("task_catalog:detail", args=[task.slug])).status_code == 200
 
 

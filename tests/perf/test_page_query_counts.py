@@ -1,0 +1,111 @@
+"""Every page's SQL query count is pinned and does not grow with the number of runs: the
+same count on a small and a larger generated dataset (leaderboard_example's data); the
+submissions API's, whatever the number of kernels."""
+
+import pytest
+from django.urls import reverse
+
+from leaderboard.generate import leaderboard_example_generate
+from runs.models import Run
+from scoring.services import scores_version_bump
+from submissions.models import Submission
+from tests.factories import (
+    DesignPropertyFactory,
+    EvaluationFactory,
+    TaskVersionFactory,
+    UserFactory,
+    WorkloadFactory,
+    token_client,
+)
+
+pytestmark = pytest.mark.django_db
+
+# Queries of an anonymous request that builds the page (the first after a change of the
+# data version), and of one served from what was built (None: the page is not cached).
+PAGES = {
+    # version; pairs, catalog size, latest evaluations
+    "home": (4, 1),
+    # version; filter choices, run scores, the catalog's task count, expert scores
+    "leaderboard": (5, 1),
+    # version; filter choices, the pairs with both runs' scores
+    "paired": (3, 1),
+    # version; task + version, public workloads, guidance, properties; ranking scores,
+    # their workload results; the expert baseline
+    "task": (8, 1),
+    # version; run count, the page's runs, tasks, cells, filter choices
+    "matrix": (6, 1),
+    # version; the catalog's rows
+    "catalog": (2, 1),
+    # the run; per side: kernels, latest evaluations + results, traces, (proposals); tasks;
+    # both runs' scores; the moderation log
+    "run": (13, None),
+    # the submission; its latest evaluation + results; properties + assessments; the
+    # moderation log
+    "submission": (6, None),
+    # version; the run scores (the same table as the page's CSV export)
+    "api-leaderboard": (2, 1),
+    "api-paired": (2, 1),
+}
+
+
+def catalog(tasks=3):
+    for i in range(tasks):
+        version = TaskVersionFactory(task__slug=f"task_{i}", task__position=i)
+        for name in ("timed_a", "timed_b"):
+            WorkloadFactory(version=version, name=name)
+        for key in ("p1", "p2"):
+            DesignPropertyFactory(task=version.task, key=key)
+
+
+def urls():
+    run = Run.objects.order_by("pk").first()
+    submission = Submission.objects.filter(run=run).order_by("pk").first()
+    return {
+        "home": reverse("leaderboard:home"),
+        "leaderboard": reverse("leaderboard:leaderboard"),
+        "paired": reverse("leaderboard:paired"),
+        "task": reverse("task_catalog:detail", args=["task_0"]),
+        "matrix": reverse("leaderboard:matrix"),
+        "catalog": reverse("task_catalog:list"),
+        "run": reverse("runs:detail", args=[run.pk]),
+        "submission": reverse("submissions:detail", args=[submission.pk]),
+        "api-leaderboard": "/api/leaderboard/?format=csv",
+        "api-paired": "/api/leaderboard/paired/",
+    }
+
+
+@pytest.mark.parametrize("runs", [2, 12])
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_a_page_takes_the_same_queries_whatever_the_number_of_runs(
+    client, runs, page, django_assert_num_queries
+):
+    catalog()
+    leaderboard_example_generate(runs=runs)
+    url = urls()[page]
+    built, served = PAGES[page]
+    scores_version_bump()
+
+    with django_assert_num_queries(built):
+        assert client.get(url).status_code == 200
+    if served is not None:
+        with django_assert_num_queries(served):
+            assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize("kernels", [2, 12])
+def test_the_submissions_api_takes_the_same_queries_whatever_the_number_of_kernels(
+    kernels, django_assert_num_queries
+):
+    owner = UserFactory()
+    for i in range(kernels):
+        EvaluationFactory(submission__owner=owner, submission__source=f"# kernel {i}\n")
+    client = token_client(owner)
+    newest = Submission.objects.filter(owner=owner).latest("created_at", "pk")
+    client.get("/api/submissions/")  # the token's first use writes when it was used
+
+    # the token with its user, the count, the page (owner, task and version joined)
+    with django_assert_num_queries(3):
+        assert client.get("/api/submissions/").status_code == 200
+    # the token with its user, the submission, its latest evaluation, its results
+    with django_assert_num_queries(4):
+        assert client.get(f"/api/submissions/{newest.pk}/").status_code == 200
