@@ -6,6 +6,53 @@ import pytest
 
 from tests.evaluator.fake_cli import FakeCli
 
+# --- CI's second pass: the tests that use the database, on PostgreSQL with Redis ------
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-only",
+        action="store_true",
+        help="run only the tests that use the database (CI runs them again on PostgreSQL)",
+    )
+
+
+def _uses_the_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or "_django_db_helper" in getattr(
+        item, "fixturenames", ()
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--database-only"):
+        return
+    dropped = [item for item in items if not _uses_the_database(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if _uses_the_database(item)]
+
+
+# --- the broker (Redis in CI's PostgreSQL pass) --------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _redis_broker_emptied():
+    """With D2K_TEST_REDIS_URL set the broker is Redis: each test starts and ends with this
+    worker's Redis database empty, as each starts and ends with its database rolled back."""
+    from django.conf import settings
+
+    url = settings.Q_CLUSTER.get("redis")
+    if not url:
+        yield
+        return
+    import redis
+
+    connection = redis.Redis.from_url(url)
+    connection.flushdb()
+    yield
+    connection.flushdb()
+    connection.close()
+
 
 @pytest.fixture
 def fake_cli(tmp_path, settings) -> FakeCli:

@@ -213,3 +213,19 @@ def test_healthz_answers_503_when_the_broker_is_down(client, monkeypatch):
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["broker"] == "error: ConnectionError: the task broker did not answer"
+
+
+def test_the_suite_runs_on_the_broker_it_was_given():
+    # CI's PostgreSQL pass sets D2K_TEST_REDIS_URL: the queue is then Redis, a database of
+    # its own per test process (the URL's number plus the xdist worker's); else the ORM.
+    broker = get_broker()
+    url = os.environ.get("D2K_TEST_REDIS_URL", "")
+    if not url:
+        assert type(broker).__name__ == "ORM"
+        return
+    assert type(broker).__name__ == "Redis" and broker.ping()
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    first = int(url.rstrip("/").rpartition("/")[2])
+    assert broker.connection.connection_pool.connection_kwargs["db"] == first + worker
+    broker.enqueue("a message only this test process sees")
+    assert broker.queue_size() == 1

@@ -5,7 +5,9 @@ on a SQLite file (`D2K_SCENARIO_DATABASE=sqlite` forces SQLite).
 Every evaluation must end exactly once with the verdict its kernel deserves, the
 killed one with a second attempt, and nothing of the killed worker may survive it
 (its evaluator, its sandboxed child, its scratch folder). Waits are generous and
-bounded: a slow machine makes this test slow, never wrong.
+bounded: a slow machine makes this test slow, never wrong. The subject is the queue,
+so the portal's catalog is row_softmax with its smallest public and hidden check
+workloads (tests/small_checks.py): real evaluations, a few seconds each.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from tests.evaluator.portal_processes import (
     process_tree,
 )
 from tests.evaluator.test_services import TAIL_DROPPING_KERNEL
+from tests.small_checks import catalog_with_smallest_checks
 
 pytestmark = pytest.mark.slow
 
 EXPERT = (ROOT / "catalog" / "row_softmax" / "expert.py").read_text()
 KERNELS = 12
-# One result per check workload of row_softmax in interpret mode.
-CHECKS = len(load_task(ROOT / "catalog" / "row_softmax").workloads_for(Mode.INTERPRET))
 WAIT_S = 900  # for all twelve interpret-mode evaluations on a busy 2-core machine
 
 
@@ -40,6 +41,19 @@ def _kernel(index: int) -> tuple[str, str]:
     """Alternately the expert and a kernel that drops the tail; each file distinct."""
     source, verdict = (EXPERT, "correct") if index % 2 == 0 else (TAIL_DROPPING_KERNEL, "incorrect")
     return f"{source}\n# upload {index}\n", verdict
+
+
+def _sandboxed_children(pids: set[int]) -> set[int]:
+    """The evaluator's sandboxed children (evaluator.harness.child) among `pids`."""
+    found = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"evaluator.harness.child" in fh.read():
+                    found.add(pid)
+        except OSError:
+            continue
+    return found
 
 
 def _wait_for(predicate, *, timeout: float, what: str, every: float = 1.0):
@@ -54,6 +68,7 @@ def _wait_for(predicate, *, timeout: float, what: str, every: float = 1.0):
 
 @pytest.fixture
 def portal(tmp_path):
+    catalog = catalog_with_smallest_checks(tmp_path / "catalog", tasks=["row_softmax"])
     # PostgreSQL where it runs (the production database; its row locks and skip_locked
     # are the harder case), else a SQLite file (WAL, immediate transactions).
     portal = Portal(
@@ -64,7 +79,10 @@ def portal(tmp_path):
         D2K_EVALUATION_LEASE_S="8",
         D2K_REAP_INTERVAL_S="2",
         D2K_EVALUATOR_TIMEOUT="600",
+        D2K_CATALOG_DIR=str(catalog),
     )
+    # One result per check workload of that row_softmax in interpret mode.
+    portal.checks = len(load_task(catalog / "row_softmax").workloads_for(Mode.INTERPRET))
     try:
         portal.setup()
         yield portal
@@ -84,14 +102,12 @@ def test_a_killed_worker_loses_nothing_and_leaves_nothing_behind(portal):
         # The page of a queued submission is served while the worker writes.
         assert portal.get(f"/submissions/{body['id']}/")[0] == 200
 
-    # Kill the worker while an evaluation is running, with its evaluator started.
+    # Kill the worker while an evaluation is running, its sandboxed child at work.
     def running():
         rows = [e for e in portal.evaluations() if e["status"] == "running"]
-        return rows and process_tree(worker.pid) - {worker.pid} and rows[0]
+        return rows and _sandboxed_children(process_tree(worker.pid)) and rows[0]
 
-    _wait_for(running, timeout=WAIT_S, what="an evaluation to start")
-    time.sleep(2)  # well inside the evaluator's run (several seconds in interpret mode)
-    _wait_for(running, timeout=WAIT_S, what="an evaluation running at the kill")
+    _wait_for(running, timeout=WAIT_S, what="an evaluation running in its sandbox", every=0.2)
     tree = process_tree(worker.pid)
     assert len(tree) >= 4, "the worker, its cluster and an evaluator"
     os.kill(worker.pid, signal.SIGKILL)
@@ -128,7 +144,7 @@ def test_a_killed_worker_loses_nothing_and_leaves_nothing_behind(portal):
     for submission_id, verdict in expected.items():
         row = by_submission[submission_id]
         assert row["status"] == verdict, (row, portal.log("worker")[-3000:])
-        assert len(row["results"]) == len(set(row["results"])) == CHECKS, row
+        assert len(row["results"]) == len(set(row["results"])) == portal.checks, row
     assert by_submission[victim["submission_id"]]["attempts"] == 2
     assert sum(r["attempts"] for r in rows) == KERNELS + 1, "only the killed one ran twice"
     assert not any(path.exists() for path in stale), "the dead worker's folders are removed"
