@@ -210,9 +210,11 @@ class Portal:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
+        # One 30-second grace for all of them, not 30 seconds each.
+        deadline = time.monotonic() + 30
         for proc in self.processes:
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
