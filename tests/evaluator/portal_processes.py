@@ -210,9 +210,11 @@ class Portal:
                 # to the whole group also reaches django-q2's sentinel, and the cluster
                 # then waits for it (docs/deploy.md).
                 proc.terminate()
+        # One 30-second grace for all of them, not 30 seconds each.
+        deadline = time.monotonic() + 30
         for proc in self.processes:
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
