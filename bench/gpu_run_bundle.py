@@ -28,17 +28,18 @@ the portal stores and shows.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from d2k_client.packing import bundle_pack  # noqa: E402
 
 from tests.evaluator.portal_processes import Portal  # noqa: E402
 
@@ -99,17 +100,18 @@ print(json.dumps(out))
 
 
 def bundle_bytes(tasks: list[str] | None = None) -> tuple[bytes, list[str]]:
-    """The bundle: the manifest and every catalog task's expert (or `tasks`') as its kernel."""
+    """The bundle: the manifest and every catalog task's expert (or `tasks`') as its kernel,
+    zipped as `d2k pack-run` zips a run folder."""
     slugs = sorted(p.parent.name for p in (ROOT / "catalog").glob("*/task.toml"))
     slugs = [slug for slug in slugs if not tasks or slug in tasks]
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        bundle.writestr("manifest.json", json.dumps(MANIFEST, indent=1))
+    with tempfile.TemporaryDirectory() as folder:
+        run = Path(folder)
+        (run / "kernels").mkdir()
+        (run / "manifest.json").write_text(json.dumps(MANIFEST, indent=1))
         for slug in slugs:
-            bundle.writestr(
-                f"kernels/{slug}.py", (ROOT / "catalog" / slug / "expert.py").read_text()
-            )
-    return buffer.getvalue(), slugs
+            expert = (ROOT / "catalog" / slug / "expert.py").read_text()
+            (run / "kernels" / f"{slug}.py").write_text(expert)
+        return bundle_pack(run), slugs
 
 
 def upload(portal: Portal, data: bytes) -> dict:

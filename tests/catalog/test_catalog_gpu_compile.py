@@ -10,30 +10,16 @@ and Triton). The installed Triton compiles; the H200 host may run another
 version, so a pass here does not rule out a difference between the two.
 """
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from tests.catalog.script_lines import script_json_lines
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 
 
 def compile_task(slug: str, *args: str) -> list[dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.catalog.gpu_compile", slug, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return script_json_lines("gpu_compile", slug, *args)
 
 
 @pytest.mark.slow

@@ -8,32 +8,17 @@ makes the CPU behave like the GPU: every torch.empty the expert makes is
 full of NaN (or integer garbage) before a kernel sees it.
 """
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from evaluator.harness.spec import Mode
+from tests.catalog.script_lines import script_json_lines
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 
 
 def run_poisoned(slug: str, *args: str) -> dict[str, dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.catalog.poisoned_interpret", slug, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return {line["workload"]: line for line in lines}
+    return {line["workload"]: line for line in script_json_lines("poisoned_interpret", slug, *args)}
 
 
 @pytest.mark.slow
