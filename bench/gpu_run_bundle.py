@@ -1,23 +1,34 @@
-"""A run bundle with a kernel for every catalog task, evaluated end to end by one GPU worker.
+"""A run bundle with a kernel for every catalog task, evaluated end to end by GPU workers.
 
     python bench/gpu_run_bundle.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
+                                       [--keep-workers] [--snapshot FOLDER]
     python bench/gpu_run_bundle.py DIR --export baselines.json
 
 The first call on an empty DIR builds a portal there on the embedded default
 (SQLite, django-q2's ORM broker): it migrates, loads the catalog, packs every
 task's expert kernel into one bundle (`kernels/<task>.py`, a manifest without
 guidance levels) and uploads it through `POST /api/runs/` to the portal's own
-web server. Then, on every call, it runs one `manage.py evaluation_worker`
-per GPU of `--gpus` (pinned to it) in cuda mode, counters on, as a deployment
-does, and prints a line for each evaluation that finishes, with the GPU
-(UUID) it ran on.
+web server. Then it runs one `manage.py evaluation_worker` per GPU of
+`--gpus` (pinned to it) in cuda mode, counters on, as a deployment does, and
+prints a line for each evaluation that finishes: its time, the time of each
+sandboxed process it ran (the child, the clean reference, the counters
+pass), the GPU (UUID) it ran on.
 
-A call stops the worker when `--deadline-s` has passed (a device call has a
-time limit); the next call on the same DIR (carried back) starts a worker
-again, which takes back the evaluation the stopped one held, as it takes back
-a dead worker's. `DIR/state.json` adds up the worker's time over the calls.
-When every evaluation has finished it prints the run's totals: worker wall
-time, the sum of the evaluations' own times, the verdicts.
+A device call has a time limit, so a call ends at `--deadline-s`. With
+`--keep-workers` the workers run on (each runs in a session of its own) and
+the next call on the same DIR, on the same machine, watches them: the run is
+evaluated by the same worker processes from start to end. Without it, or
+where the workers are gone (a fresh machine, DIR restored from a snapshot),
+the call stops them and the next one starts new workers, which take back the
+evaluation a stopped one held, as they take back a dead worker's.
+`--snapshot FOLDER` writes what a fresh machine resumes from at the end of
+the call: `db.sqlite3.gz` (a consistent copy of the database), `state.json`
+and the workers' logs; gunzip the database into DIR beside state.json.
+
+When every evaluation has finished the call stops the workers and prints
+the run's totals (also in DIR/state.json, "complete"): the workers' wall
+time from their start to the last verdict, the sum of the evaluations' own
+times and of each kind of process, the verdicts, evaluations per GPU.
 
 `--export FILE` writes the finished evaluations as `{task: verdict}`, the
 format of docs/baselines.json (bench/baselines_md.py, `manage.py
@@ -28,7 +39,12 @@ the portal stores and shows.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
+import shutil
+import signal
+import sqlite3
 import sys
 import tempfile
 import time
@@ -65,7 +81,8 @@ print(json.dumps([
      "seconds": (e.finished_at - e.started_at).total_seconds()
          if e.finished_at and e.started_at else None,
      "hardware": e.hardware, "worker": e.worker, "message": e.message[:160],
-     "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", "")}
+     "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", ""),
+     "phases": (e.environment or {}).get("phase_seconds") or {}}
     for e in rows
 ]))
 """
@@ -140,6 +157,67 @@ def upload(portal: Portal, data: bytes) -> dict:
         raise SystemExit(f"the upload was refused: {exc.code} {exc.read()[:2000]!r}") from exc
 
 
+def worker_alive(pid: int, directory: Path) -> bool:
+    """A worker of this portal (its environment names DIR) is still running as `pid`."""
+    proc = Path("/proc") / str(pid)
+    try:
+        cmdline = (proc / "cmdline").read_bytes()
+        environ = (proc / "environ").read_bytes()
+    except OSError:
+        return False
+    return b"evaluation_worker" in cmdline and str(directory).encode() in environ
+
+
+def snapshot(directory: Path, folder: Path) -> None:
+    """What a fresh machine resumes from: the database (a consistent copy), state and logs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / "db.sqlite3"
+    source = sqlite3.connect(directory / "db.sqlite3")
+    target = sqlite3.connect(copy)
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
+    with open(copy, "rb") as raw, gzip.open(folder / "db.sqlite3.gz", "wb") as packed:
+        shutil.copyfileobj(raw, packed)
+    copy.unlink()
+    for name in ("state.json", *(p.name for p in directory.glob("worker-*.log"))):
+        if (directory / name).exists():
+            shutil.copyfile(directory / name, folder / name)
+
+
+def report(rows: list[dict], seen: set[int]) -> None:
+    for row in rows:
+        if row["finished"] and row["pk"] not in seen:
+            seen.add(row["pk"])
+            phases = " ".join(f"{k} {v:.0f}s" for k, v in row["phases"].items())
+            print(
+                f"{row['task']:24} {row['status']:10} {row['seconds'] or 0:6.1f} s ({phases})  "
+                f"attempts {row['attempts']}  {row['uuid'] or '-'}  {row['message'][:70]}",
+                flush=True,
+            )
+
+
+def summary(rows: list[dict], state: dict) -> dict:
+    """The finished run's totals: worker time, the evaluations' own times, the verdicts."""
+    counts: dict[str, int] = {}
+    per_gpu: dict[str, int] = {}
+    phases: dict[str, float] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
+        for name, seconds in r["phases"].items():
+            phases[name] = round(phases.get(name, 0.0) + seconds, 1)
+    return {
+        "worker_s": round(sum(s["end"] - s["start"] for s in state["segments"]), 1),
+        "evaluations_s": round(sum(r["seconds"] or 0 for r in rows), 1),
+        "phases_s": phases,
+        "per_gpu": per_gpu,
+        "verdicts": counts,
+        "taken_again": sum(1 for r in rows if r["attempts"] > 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
@@ -147,6 +225,14 @@ def main() -> None:
     parser.add_argument("--gpus", default="0", help="comma-separated GPU indices, a worker each")
     parser.add_argument("--hardware", default="NVIDIA H200")
     parser.add_argument("--export", type=Path, help="write the finished verdicts to this file")
+    parser.add_argument(
+        "--keep-workers",
+        action="store_true",
+        help="leave the workers running at the deadline, for the next call on this machine",
+    )
+    parser.add_argument(
+        "--snapshot", type=Path, help="write the database, state and logs here at the end"
+    )
     parser.add_argument(
         "--mode",
         choices=["cuda", "interpret"],
@@ -175,6 +261,11 @@ def main() -> None:
         args.export.write_text(json.dumps(verdicts, indent=1))
         print(f"wrote {args.export}")
         return
+
+    def save() -> None:
+        state_path.write_text(json.dumps(state, indent=1))
+
+    keep = False
     try:
         if not state.get("run"):
             portal.setup()
@@ -184,87 +275,82 @@ def main() -> None:
             state = {
                 "run": answer["id"],
                 "tasks": len(slugs),
-                "calls": [],
                 "bundle_bytes": len(data),
+                "uploaded_at": time.time(),
+                "segments": [],
+                "workers": [],
             }
-            state_path.write_text(json.dumps(state, indent=1))
+            save()
             print(
                 f"run {answer['id']} uploaded: {len(slugs)} kernels, {len(data)} bytes", flush=True
             )
             portal.close()
             portal.processes.clear()
-        worker_started = time.monotonic()
-        gpus = [int(g) for g in args.gpus.split(",")] if args.mode == "cuda" else [None]
-        workers = [
-            portal._start(
-                f"worker-{gpu if gpu is not None else 'cpu'}",
-                "evaluation_worker",
-                *(["--gpu", str(gpu)] if gpu is not None else []),
-                "--hardware",
-                args.hardware,
-            )
-            for gpu in gpus
-        ]
+        workers = [pid for pid in state.get("workers", []) if worker_alive(pid, directory)]
+        if workers:
+            print(f"watching the running worker(s) {workers}", flush=True)
+        else:
+            if state.get("workers"):
+                print("the workers of the last call are gone: starting new ones", flush=True)
+            gpus = [int(g) for g in args.gpus.split(",")] if args.mode == "cuda" else [None]
+            procs = [
+                portal._start(
+                    f"worker-{gpu if gpu is not None else 'cpu'}",
+                    "evaluation_worker",
+                    *(["--gpu", str(gpu)] if gpu is not None else []),
+                    "--hardware",
+                    args.hardware,
+                )
+                for gpu in gpus
+            ]
+            workers = [proc.pid for proc in procs]
+            now = time.time()
+            state["workers"] = workers
+            state["segments"].append({"start": now, "end": now})
+            save()
         seen: set[int] = set()
         rows: list[dict] = []
         while True:
             rows = json.loads(portal.manage("shell", "-c", PROGRESS).splitlines()[-1])
-            for row in rows:
-                if row["finished"] and row["pk"] not in seen:
-                    seen.add(row["pk"])
-                    print(
-                        f"{row['task']:24} {row['status']:14} {row['seconds'] or 0:6.1f} s  "
-                        f"attempts {row['attempts']}  {row['worker']} {row['uuid'] or '-'}  "
-                        f"{row['message'][:80]}",
-                        flush=True,
-                    )
+            report(rows, seen)
+            state["segments"][-1]["end"] = time.time()
+            save()
             done = all(row["finished"] for row in rows)
             if done or time.monotonic() - started > args.deadline_s:
                 break
-            for gpu, worker in zip(gpus, workers, strict=True):
-                if worker.poll() is not None:
-                    print(portal.log(f"worker-{gpu if gpu is not None else 'cpu'}")[-3000:])
-                    raise SystemExit("a worker stopped")
+            dead = [pid for pid in workers if not worker_alive(pid, directory)]
+            if dead:
+                print(portal.log("worker-0")[-3000:])
+                raise SystemExit(f"worker(s) {dead} stopped")
             time.sleep(5)
-        worker_s = time.monotonic() - worker_started
-        portal.close()
-        state["calls"].append({"worker_s": round(worker_s, 1), "finished": len(seen)})
-        state["worker_s_total"] = round(sum(c["worker_s"] for c in state["calls"]), 1)
-        state_path.write_text(json.dumps(state, indent=1))
         finished = [r for r in rows if r["finished"]]
-        print(
-            f"\n{len(finished)} of {len(rows)} evaluations finished; worker time this call "
-            f"{worker_s:.0f} s, over {len(state['calls'])} call(s) {state['worker_s_total']:.0f} s"
-        )
+        print(f"\n{len(finished)} of {len(rows)} evaluations finished", flush=True)
         if len(finished) == len(rows):
-            own = sum(r["seconds"] or 0 for r in rows)
-            counts: dict[str, int] = {}
-            for r in rows:
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-            taken_again = sum(1 for r in rows if r["attempts"] > 1)
-            per_gpu: dict[str, int] = {}
-            for r in rows:
-                per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
-            print(f"evaluations per GPU: {per_gpu}")
-            print(
-                f"complete: {len(rows)} evaluations, sum of their own times {own:.0f} s, "
-                f"{taken_again} taken again after a stopped worker; verdicts {counts}"
-            )
-            state["complete"] = {
-                "per_gpu": per_gpu,
-                "evaluations_s": round(own, 1),
-                "verdicts": counts,
-                "taken_again": taken_again,
-            }
-            state_path.write_text(json.dumps(state, indent=1))
+            state["complete"] = summary(rows, state)
+            save()
+            print(f"complete: {json.dumps(state['complete'])}")
+        else:
+            keep = args.keep_workers
     finally:
-        portal.close()
-        # Nothing of this call's worker may outlive it: the next call takes its place.
-        deadline = time.monotonic() + 60
-        while portal.leftovers() and time.monotonic() < deadline:
-            time.sleep(1)
-        if portal.leftovers():
-            raise SystemExit(f"processes of the worker outlived it: {sorted(portal.leftovers())}")
+        if keep:
+            print(f"the worker(s) {workers} keep running for the next call", flush=True)
+        else:
+            kept = [pid for pid in state.get("workers", []) if worker_alive(pid, directory)]
+            for pid in kept:
+                # The main process only, as a service manager stops a worker.
+                os.kill(pid, signal.SIGTERM)
+            grace = time.monotonic() + 30
+            while any(worker_alive(pid, directory) for pid in kept) and time.monotonic() < grace:
+                time.sleep(1)
+            portal.close()
+            deadline = time.monotonic() + 60
+            while portal.leftovers() and time.monotonic() < deadline:
+                time.sleep(1)
+            left = sorted(portal.leftovers())
+            if left:
+                raise SystemExit(f"processes of the worker outlived it: {left}")
+        if args.snapshot:
+            snapshot(directory, args.snapshot)
 
 
 if __name__ == "__main__":

@@ -280,6 +280,34 @@ def failure_note(text: str) -> str:
 # -- the parent's side --------------------------------------------------------
 
 
+# The child's compile caches (Triton's, load_inline's build folders), as named
+# in its environment: the counters pass of the same source starts with them,
+# so it runs what the timed child compiled instead of compiling it again.
+BUILD_FOLDERS = (".triton", ".torch_extensions")
+
+
+def keep_builds(workdir: Path, builds: Path) -> None:
+    """Move the child's compile caches out of `workdir` into `builds`, before it is removed.
+
+    Renamed, never copied or followed: a link the submission left there is
+    moved as a link and stays one.
+    """
+    for name in BUILD_FOLDERS:
+        source = workdir / name
+        if source.is_dir() and not source.is_symlink():
+            with contextlib.suppress(OSError):
+                os.rename(source, builds / name)
+
+
+def _take_builds(builds: Path | None, workdir: Path) -> None:
+    if builds is None:
+        return
+    for name in BUILD_FOLDERS:
+        if (builds / name).is_dir():
+            with contextlib.suppress(OSError):
+                os.rename(builds / name, workdir / name)
+
+
 def find_ncu(path: str) -> str | None:
     """ncu on the child's PATH, or where Nsight Compute installs it; None if nowhere."""
     found = shutil.which("ncu", path=path)
@@ -324,6 +352,7 @@ def profile(
     timeout_s: float = PROFILE_TIMEOUT_S,
     memory_bytes: int | None = None,
     csv_sink: list[str] | None = None,
+    builds: Path | None = None,
 ) -> tuple[list[WorkloadResult], str]:
     """`results` with each timed workload's counters attached, and the note for the verdict.
 
@@ -332,6 +361,8 @@ def profile(
     note says why. A failure of the pass is only a note. `csv_sink`, if
     given, receives what ncu wrote (its table) and the child's log, as they
     were, whether or not they could be read (bench/counters_table.py).
+    `builds`, if given, holds the evaluation's compile caches (keep_builds):
+    the pass takes them over.
     """
     if mode is not Mode.CUDA:
         return results, "not read: interpret mode runs no GPU kernel"
@@ -348,7 +379,7 @@ def profile(
     tool = ncu_version(ncu)
     try:
         names = [w.name for w in timed]
-        text = _profiling_pass(task, source, names, ncu, timeout_s, memory_bytes, csv_sink)
+        text = _profiling_pass(task, source, names, ncu, timeout_s, memory_bytes, csv_sink, builds)
         per_workload = split_by_mark(parse_ncu_csv(text), names)
     except CountersError as exc:
         return results, str(exc) if str(exc).startswith("not read") else f"not read: {exc}"
@@ -376,6 +407,7 @@ def _profiling_pass(
     timeout_s: float,
     memory_bytes: int | None,
     sink: list[str] | None = None,
+    builds: Path | None = None,
 ) -> str:
     """Run the child under ncu in the sandbox; ncu's CSV, or CountersError with the note."""
     entries = [
@@ -386,6 +418,7 @@ def _profiling_pass(
     dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
     workdir = Path(tempfile.mkdtemp(prefix="d2k-counters-"))
     workdir.chmod(0o777)  # the sandboxed uid writes here
+    _take_builds(builds, workdir)
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-task-"))
     try:
         reference = Path(task.directory) / "reference.py"

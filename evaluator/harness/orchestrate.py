@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,9 @@ def evaluate(
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-task-"))
+    # The child's compile caches, kept for the counters pass of the same source.
+    builds = Path(tempfile.mkdtemp(prefix="d2k-builds-"))
+    phases = Phases()
     try:
         _public_package(task, public_dir)
         log_path = workdir / "child.log"
@@ -108,7 +111,7 @@ def evaluate(
             on_hidden=lambda: _size(log_path),
         )
         monitor = environment.GpuMonitor()
-        with monitor if mode is Mode.CUDA else contextlib.nullcontext():
+        with phases("child"), monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(
                 task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
             )
@@ -133,12 +136,15 @@ def evaluate(
         results = judge(task, mode, plan, seen, workdir, env_info, source=source)
         honest_so_far = not seen.flags and all(r.status is Status.CORRECT for r in results)
         if mode is Mode.CUDA and seen.timings and honest_so_far:
-            clean = _clean_reference_times(
-                task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
-            )
+            with phases("clean_reference"):
+                clean = _clean_reference_times(
+                    task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
+                )
             env_info["clean_reference"] = dataclasses.asdict(clean)
             seen.flags += reference_tampering(results, clean)
             results = with_clean_reference(results, clean)
+        if not keep_workdir:
+            counters.keep_builds(workdir, builds)
     finally:
         if not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -146,19 +152,40 @@ def evaluate(
     for name in honesty.tampering_names(source):
         seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
     status, message = _decide(run, seen, results, len(workloads), task=task)
-    results, env_info["counters"] = counters.profile(
-        task=task,
-        source=source,
-        mode=mode,
-        status=status,
-        results=results,
-        enabled=read_counters,
-        timeout_s=min(timeout_s, counters.PROFILE_TIMEOUT_S),
-        memory_bytes=memory_bytes,
-    )
+    try:
+        with phases("counters"):
+            results, env_info["counters"] = counters.profile(
+                task=task,
+                source=source,
+                mode=mode,
+                status=status,
+                results=results,
+                enabled=read_counters,
+                timeout_s=min(timeout_s, counters.PROFILE_TIMEOUT_S),
+                memory_bytes=memory_bytes,
+                builds=builds,
+            )
+    finally:
+        shutil.rmtree(builds, ignore_errors=True)
+    env_info["phase_seconds"] = phases.seconds
     flags = redact.flags(task, seen.flags)
     verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)
     return dataclasses.replace(verdict, public_log=public_log)
+
+
+class Phases:
+    """Wall seconds of an evaluation's processes: the child, the clean reference, the counters."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - started, 2)
 
 
 def _census(pids: set[int], seen: Observed) -> None:

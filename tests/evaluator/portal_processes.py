@@ -86,6 +86,19 @@ def pids_alive(pids: set[int]) -> set[int]:
     return alive
 
 
+def ancestors() -> set[int]:
+    """This process and every process above it."""
+    found, pid = set(), os.getpid()
+    while pid > 0 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
 def process_tree(root: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -187,11 +200,18 @@ class Portal:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def leftovers(self) -> set[int]:
-        """Processes of this portal still alive: by marker, or working inside its folder."""
+        """Processes of this portal still alive: by marker, or working inside its folder.
+
+        Its folder in a process's environment also finds the processes an earlier
+        Portal object on the same folder started (bench/gpu_run_bundle.py's kept
+        workers). This process and its ancestors (the shell that named the folder)
+        are never among them.
+        """
         found = set()
         folder = str(self.directory)
+        ours = ancestors()
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            if not entry.name.isdigit() or int(entry.name) in ours:
                 continue
             try:
                 environ = (entry / "environ").read_bytes()
@@ -199,7 +219,8 @@ class Portal:
                 cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if self.marker.encode() in environ or cwd.startswith(folder) or folder in cmdline:
+            mine = self.marker.encode() in environ or folder.encode() in environ
+            if mine or cwd.startswith(folder) or folder in cmdline:
                 found.add(int(entry.name))
         return pids_alive(found)
 

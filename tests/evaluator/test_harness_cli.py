@@ -66,6 +66,9 @@ def test_expert_is_correct_with_the_full_verdict_shape():
     assert any(w["hidden"] for w in verdict["workloads"])
     assert verdict["environment"]["mode"] == "interpret"
     assert verdict["environment"]["comparable"] is False
+    # Interpret mode times nothing: only the child ran (no clean reference, no counters).
+    assert set(verdict["environment"]["phase_seconds"]) == {"child", "counters"}
+    assert verdict["environment"]["phase_seconds"]["child"] > 0
     assert all(w["median_ms"] is None for w in verdict["workloads"])
     task = load_task(ROOT / "catalog" / "row_softmax")
     assert verdict["task_hash"] == measured_content_hash(measured_content(task))

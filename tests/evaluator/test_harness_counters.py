@@ -345,3 +345,55 @@ def test_a_timed_results_counters_travel_in_the_verdict_json():
     assert result.to_dict()["counters"] == {"x": 1}
     unread = WorkloadResult(name="b", role=WorkloadRole.HIDDEN, hidden=True, status=Status.CORRECT)
     assert unread.to_dict()["counters"] is None
+
+
+def test_the_childs_compile_caches_move_out_before_its_folder_goes(tmp_path):
+    workdir, builds, elsewhere = tmp_path / "work", tmp_path / "builds", tmp_path / "elsewhere"
+    for folder in (workdir / ".triton" / "abc", builds, elsewhere):
+        folder.mkdir(parents=True)
+    (workdir / ".triton" / "abc" / "kernel.cubin").write_bytes(b"\x7fELF")
+    (workdir / ".torch_extensions").symlink_to(elsewhere)
+    counters.keep_builds(workdir, builds)
+    assert (builds / ".triton" / "abc" / "kernel.cubin").read_bytes() == b"\x7fELF"
+    assert not (workdir / ".triton").exists()
+    # A link the submission left is never followed nor taken along.
+    assert (workdir / ".torch_extensions").is_symlink()
+    assert not (builds / ".torch_extensions").exists()
+
+
+LISTING_NCU = """#!/bin/sh
+# A stand-in for ncu: writes what the pass's folder holds where --log-file says.
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--log-file" ]; then find .triton -type f > "$2"; fi
+  if [ "$1" = "--version" ]; then echo "Version 2099.1.0.0 (build 1)"; exit 0; fi
+  shift
+done
+exit 1
+"""
+
+
+@pytest.mark.slow
+def test_the_counters_pass_starts_with_the_childs_compile_caches(tmp_path, monkeypatch):
+    ncu = tmp_path / "ncu"
+    ncu.write_text(LISTING_NCU)
+    ncu.chmod(0o755)
+    monkeypatch.setenv("D2K_SANDBOX", "process")
+    monkeypatch.setattr(counters, "find_ncu", lambda path: str(ncu))
+    monkeypatch.setattr(counters, "_child_env", lambda work: {"PATH": "/usr/bin:/bin"})
+    builds = tmp_path / "builds"
+    (builds / ".triton" / "abc").mkdir(parents=True)
+    (builds / ".triton" / "abc" / "kernel.cubin").write_bytes(b"\x7fELF")
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    sink: list[str] = []
+    counters.profile(
+        task=task,
+        source=EXPERT.read_text(),
+        mode=Mode.CUDA,
+        status=Status.CORRECT,
+        results=timed_results(task),
+        timeout_s=60,
+        csv_sink=sink,
+        builds=builds,
+    )
+    assert sink[0].split() == [".triton/abc/kernel.cubin"]
+    assert not (builds / ".triton").exists()
