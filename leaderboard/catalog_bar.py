@@ -129,7 +129,7 @@ def catalog_bar(
         return CatalogBar(
             True,
             f"Meets the catalog's bar: {largest[1]}, at least the {SOL_SHARE:.0%} asked of a "
-            f"memory-bound task ({ratio}).",
+            f"memory-bound task; {ratio}.",
         )
     return CatalogBar(
         False,

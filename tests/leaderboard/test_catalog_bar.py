@@ -66,8 +66,8 @@ def flop_bound(name="w", **kwargs):
             [workload("small", speedup=0.7, sol=0.3), workload("big", speedup=0.9, sol=0.8)],
             True,
             "Meets the catalog's bar: 80% of speed of light on its largest workload by bytes "
-            "(`big`), at least the 80% asked of a memory-bound task (0.79× of its baseline's "
-            "speed (`baseline.py`)).",
+            "(`big`), at least the 80% asked of a memory-bound task; 0.79× of its baseline's "
+            "speed (`baseline.py`).",
         ),
         (
             [
