@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluator.harness.spec import environment_gpu
+from leaderboard.catalog_bar import BarWorkload, catalog_bar, ceilings_from_environment
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 ENV_FIELDS = (
@@ -97,6 +98,17 @@ def task_geomeans(verdict: dict[str, Any]) -> tuple[float | None, float | None, 
     )
 
 
+def bar_sentence(verdict: dict[str, Any]) -> str:
+    """Whether the expert meets the catalog's bar, in the task page's words."""
+    name = verdict.get("timed_against")
+    return catalog_bar(
+        status=str(verdict.get("status") or "?"),
+        workloads=[BarWorkload.from_mapping(w) for w in public_timed(verdict)],
+        ceilings=ceilings_from_environment(verdict.get("environment")),
+        timed_against=name if isinstance(name, str) else "",
+    ).sentence
+
+
 def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND) -> str:
     """The markdown page for `data` ({task_slug: verdict})."""
     measured = {slug: v for slug, v in data.items() if isinstance(v, dict) and gpu_name(v)}
@@ -119,6 +131,10 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         "come from an untimed pass under Nsight Compute (`—` where counters were not read):",
         "the bytes the call's kernels moved to and from DRAM over the workload's minimum",
         "bytes, and tensor-core instructions over all instructions.",
+        "Catalog bar: each expert beats its baseline on the geomean of its workloads, or",
+        "reaches 90% of the library's speed on a compute-bound task (a timed workload bound",
+        "by FLOPs) or 80% of the speed of light on the largest workload (the longest",
+        "speed-of-light time) of a memory-bound task; the column says which, and what it reaches.",
         "",
         f"- Produced by: `{command}` (file `{source}`)",
         f"- Shown on the portal by: `python manage.py import_baselines {source}`",
@@ -142,8 +158,9 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     out += [
         "## Summary",
         "",
-        "| Task | Status | Timed against | Timed workloads | Geomean speedup | Geomean SOL |",
-        "|---|---|---|---:|---:|---:|",
+        "| Task | Status | Timed against | Timed workloads | Geomean speedup | Geomean SOL "
+        "| Catalog bar |",
+        "|---|---|---|---:|---:|---:|---|",
     ]
     all_speedups = []
     total = 0
@@ -154,7 +171,8 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
             all_speedups.append(speedup)
         out.append(
             f"| `{slug}` | {verdict.get('status', '?')} | {timed_against(verdict)} | {count} | "
-            f"{_num(speedup, 2, suffix='×')} | {_num(sol, 1, 100, '%')} |"
+            f"{_num(speedup, 2, suffix='×')} | {_num(sol, 1, 100, '%')} | "
+            f"{bar_sentence(verdict)} |"
         )
     out += ["", f"Timed workloads: {total} over {len(measured)} tasks."]
     overall = geomean(all_speedups)

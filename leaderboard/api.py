@@ -22,12 +22,23 @@ from .tables import CSVRenderer
 
 class BaselineRowSerializer(serializers.Serializer):
     name = serializers.CharField()
-    ref_us = serializers.FloatField(allow_null=True, help_text="Reference median, µs.")
+    ref_us = serializers.FloatField(
+        allow_null=True, help_text="Median of what the expert was timed against, µs."
+    )
     expert_us = serializers.FloatField(allow_null=True, help_text="Expert median, µs.")
-    speedup = serializers.FloatField(allow_null=True, help_text="Reference time / expert time.")
+    speedup = serializers.FloatField(
+        allow_null=True, help_text="Time of what it was timed against / expert time."
+    )
     sol_percent = serializers.FloatField(allow_null=True, help_text="% of speed of light.")
     tflops = serializers.FloatField(allow_null=True)
     tbps = serializers.FloatField(allow_null=True)
+
+
+class CatalogBarSerializer(serializers.Serializer):
+    meets = serializers.BooleanField(
+        allow_null=True, help_text="Whether the expert meets the catalog's bar; null: not judged."
+    )
+    sentence = serializers.CharField(help_text="What it reaches, in one line (markdown).")
 
 
 class ExpertBaselineSerializer(serializers.Serializer):
@@ -42,9 +53,14 @@ class ExpertBaselineSerializer(serializers.Serializer):
     cuda = serializers.CharField()
     evaluator_version = serializers.CharField()
     finished_at = serializers.DateTimeField()
+    timed_against = serializers.ChoiceField(
+        choices=["baseline.py", "reference.py"],
+        help_text="The task's baseline.py where it has one, else its reference.py.",
+    )
     rows = BaselineRowSerializer(many=True, help_text="Public timed workloads.")
     geomean_speedup = serializers.FloatField(allow_null=True)
     geomean_sol_percent = serializers.FloatField(allow_null=True)
+    catalog_bar = CatalogBarSerializer()
 
 
 class RankingRowSerializer(serializers.Serializer):
@@ -61,6 +77,10 @@ class RankingRowSerializer(serializers.Serializer):
     speedup = serializers.FloatField(help_text="Geometric mean of the timed workloads' speedups.")
     workload_speedups = serializers.DictField(child=serializers.FloatField())
     finished_at = serializers.DateTimeField()
+    expert_fraction = serializers.FloatField(
+        allow_null=True,
+        help_text="Task speedup / the expert's on the same GPU; null where it has none there.",
+    )
 
 
 @extend_schema(

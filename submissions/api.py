@@ -25,6 +25,7 @@ from evaluator.selectors import (
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
+from leaderboard.selectors import evaluation_expert_fractions
 from moderation.models import ModerationKind
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
@@ -73,11 +74,20 @@ class WorkloadResultSerializer(serializers.Serializer):
     max_abs_err = serializers.FloatField(allow_null=True)
     rel_err = serializers.FloatField(allow_null=True)
     median_ms = serializers.FloatField(allow_null=True)
-    ref_median_ms = serializers.FloatField(allow_null=True)
+    ref_median_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="Median of what speedups are measured against: the task's baseline.py "
+        "where it has one, else its reference.py.",
+    )
     speedup = serializers.FloatField(allow_null=True)
     achieved_tflops = serializers.FloatField(allow_null=True)
     achieved_tbps = serializers.FloatField(allow_null=True)
     sol_fraction = serializers.FloatField(allow_null=True)
+    expert_fraction = serializers.FloatField(
+        allow_null=True,
+        help_text="The catalog's expert median on the same GPU and task version / this "
+        "median; null where the expert has no result on that GPU (public timed workloads).",
+    )
     timing = serializers.JSONField(allow_null=True)
 
     class Meta:
@@ -144,12 +154,17 @@ class SubmissionDetailSerializer(SubmissionSerializer):
         if evaluation is None:
             return None
         view = evaluation_view_for_viewer(evaluation=evaluation, user=self.context["user"])
+        fractions = evaluation_expert_fractions(submission=submission, evaluation=evaluation)
+        results = [
+            {**r, "expert_fraction": None if r["hidden"] else fractions.get(r["name"])}
+            for r in view.results
+        ]
         data = {
             "id": evaluation.pk,
             **{f: getattr(evaluation, f) for f in EVALUATION_FIELDS},
             "message": view.message,
             "log": view.log,
-            "results": view.results,
+            "results": results,
             "job": evaluation_job_view(evaluation=evaluation).as_dict(),
         }
         return EvaluationSerializer(data).data

@@ -13,6 +13,7 @@ from evaluator.selectors import (
     evaluation_latest_for_submission,
     evaluation_view_for_viewer,
 )
+from leaderboard.selectors import evaluation_expert_fractions
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
@@ -65,10 +66,14 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = evaluation_latest_for_submission(submission=submission)
     view = evaluation and evaluation_view_for_viewer(evaluation=evaluation, user=request.user)
     job = evaluation and evaluation_job_view(evaluation=evaluation)
+    fractions = evaluation and evaluation_expert_fractions(
+        submission=submission, evaluation=evaluation
+    )
     context: dict[str, object] = {
         "submission": submission,
         "evaluation": view,
         "job": job,
+        "expert_fractions": fractions or {},
         "levels": submission_properties_view(submission=submission, evaluation=evaluation),
         "moderation_actions": moderation_actions_for(submission=submission),
         "is_owner": request.user.is_authenticated and request.user.pk == submission.owner_id,

@@ -65,6 +65,11 @@ class TaskVersion(BaseModel):
     def __str__(self) -> str:
         return f"{self.task_id and self.task.slug} v{self.number}"
 
+    @property
+    def timed_against(self) -> str:
+        """The file submissions are timed against: baseline.py where the version has one."""
+        return "baseline.py" if self.baseline_source else "reference.py"
+
 
 class Workload(models.Model):
     class Role(models.TextChoices):

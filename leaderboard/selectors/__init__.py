@@ -2,6 +2,14 @@
 the CSV export of a table call the same one."""
 
 from .common import evaluation_counts, geometric_mean, positive_geomean
+from .experts import (
+    BaselineRow,
+    ExpertBaseline,
+    ExpertTiming,
+    evaluation_expert_fractions,
+    expert_timings,
+    task_expert_baseline,
+)
 from .hacks import evaluation_hacked_list, hacked_table
 from .home import CatalogSize, catalog_size, evaluation_latest_public
 from .matrix import (
@@ -16,14 +24,7 @@ from .matrix import (
     run_filtered,
     task_run_matrix,
 )
-from .tasks import (
-    BaselineRow,
-    ExpertBaseline,
-    RankingRow,
-    ranking_hardware,
-    task_expert_baseline,
-    task_ranking,
-)
+from .tasks import RankingRow, ranking_hardware, task_ranking
 
 __all__ = [
     "BaselineRow",
@@ -31,13 +32,16 @@ __all__ = [
     "Cell",
     "Comparison",
     "ExpertBaseline",
+    "ExpertTiming",
     "Matrix",
     "RankingRow",
     "catalog_size",
     "comparison_table",
     "evaluation_counts",
+    "evaluation_expert_fractions",
     "evaluation_hacked_list",
     "evaluation_latest_public",
+    "expert_timings",
     "geometric_mean",
     "hacked_table",
     "matrix_table",

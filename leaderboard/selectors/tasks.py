@@ -1,4 +1,4 @@
-"""Per-task tables: the ranking per GPU, the expert baseline, the task × run matrix."""
+"""The per-task ranking per GPU (the expert baseline is in `experts`)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, Q
+from django.db.models import Q
 
-from evaluator.harness.spec import environment_gpu
-from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
+from evaluator.models import WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
 from moderation.selectors import run_rankable_q, submission_rankable_q
 from scoring.models import TaskScore
 from task_catalog.models import Task, Workload
 
-from .common import positive_geomean
+from .experts import expert_timings
 
 
 @dataclass(frozen=True)
@@ -34,13 +33,15 @@ class RankingRow:
     is_expert: bool = False
     workload_speedups: dict[str, float] = field(default_factory=dict)
     finished_at: datetime | None = None
+    expert_fraction: float | None = None
 
 
 def task_ranking(
     *, task: Task, hardware: str | None = None, limit: int | None = None
 ) -> list[RankingRow]:
     """The best counting result per entrant on the task's current version, ranked per GPU
-    (2 queries). An entrant is a run, or an owner for kernels uploaded alone.
+    (3 queries; 1 when nothing ranks). An entrant is a run, or an owner for kernels
+    uploaded alone.
 
     Read from the materialised TaskScores (scoring), which the leaderboard's run scores
     are computed from too: a submission ranks with its latest finished verdict when it
@@ -49,7 +50,9 @@ def task_ranking(
     task speedup = their geometric mean. Only public submissions of public runs rank.
 
     Rows come grouped by hardware (by name), ranked within it: results timed on
-    different GPUs are never ranked together. `limit` caps the rows per GPU.
+    different GPUs are never ranked together. `limit` caps the rows per GPU. Each row's
+    `expert_fraction` is its task speedup over the expert's on the same GPU (None where
+    the expert has no timed result there).
     """
     if task.current_version_id is None:
         return []
@@ -99,6 +102,9 @@ def task_ranking(
     ).order_by("position")
     for evaluation_id, name, speedup in results.values_list("evaluation_id", "name", "speedup"):
         speedups[evaluation_id][name] = speedup
+    experts = (
+        expert_timings(task_version_id=task.current_version_id, hardware=hardware) if chosen else {}
+    )
     ranks: dict[str, int] = defaultdict(int)
     rows = []
     for row in chosen:
@@ -118,6 +124,11 @@ def task_ranking(
                 is_expert=row["submission__owner__username"] == EXPERT_USERNAME,
                 workload_speedups=speedups[row["evaluation_id"]],
                 finished_at=row["evaluation__finished_at"],
+                expert_fraction=(
+                    expert.task_fraction(speedup=row["speedup"])
+                    if (expert := experts.get(row["hardware"]))
+                    else None
+                ),
             )
         )
     return rows
@@ -136,113 +147,3 @@ def ranking_hardware(rows: list[RankingRow]) -> list[tuple[str, list[RankingRow]
     for row in rows:
         groups.setdefault(row.hardware, []).append(row)
     return list(groups.items())
-
-
-# --- expert baseline ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BaselineRow:
-    name: str
-    ref_us: float | None
-    expert_us: float | None
-    speedup: float | None
-    sol_percent: float | None
-    tflops: float | None
-    tbps: float | None
-
-
-@dataclass(frozen=True)
-class ExpertBaseline:
-    """The expert implementation's latest GPU result on a task version (public workloads only)."""
-
-    owner: str
-    submission_id: int
-    evaluation_id: int
-    status: str
-    message: str
-    gpu: str
-    driver: str
-    torch: str
-    triton: str
-    cuda: str
-    evaluator_version: str
-    finished_at: object
-    rows: list[BaselineRow]
-    geomean_speedup: float | None
-    geomean_sol_percent: float | None
-
-    @property
-    def slower_than_reference(self) -> bool:
-        return self.geomean_speedup is not None and self.geomean_speedup < 1
-
-    @property
-    def speed_percent(self) -> float | None:
-        """The expert's speed as a percentage of the reference's (100 × geomean speedup)."""
-        return _scaled(self.geomean_speedup, 100)
-
-
-def _scaled(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor
-
-
-def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
-    """The newest finished cuda-mode result of the `d2k-experts` user on the task's current
-    version, with its public timed workloads (2 queries; none without a current version).
-
-    Speedup is reference time / expert time; below 1 the expert is slower than the
-    reference's library call (e.g. a GEMM against cuBLAS).
-    """
-    if task.current_version_id is None:
-        return None
-    evaluation = (
-        Evaluation.objects.filter(
-            submission__task_version_id=task.current_version_id,
-            submission__owner__username=EXPERT_USERNAME,
-            mode="cuda",
-            status__in=sorted(FINISHED_STATUSES),
-        )
-        .prefetch_related(
-            Prefetch(
-                "results",
-                queryset=WorkloadResult.objects.filter(
-                    role=Workload.Role.TIMED, hidden=False
-                ).order_by("position"),
-                to_attr="public_timed_results",
-            )
-        )
-        .order_by("-finished_at", "-pk")
-        .first()
-    )
-    if evaluation is None:
-        return None
-    env = evaluation.environment if isinstance(evaluation.environment, dict) else {}
-    results = evaluation.public_timed_results
-    return ExpertBaseline(
-        owner=EXPERT_USERNAME,
-        submission_id=evaluation.submission_id,
-        evaluation_id=evaluation.pk,
-        status=evaluation.status,
-        message=evaluation.message,
-        gpu=evaluation.hardware or environment_gpu(env),
-        driver=str(env.get("driver") or ""),
-        torch=str(env.get("torch") or ""),
-        triton=str(env.get("triton") or ""),
-        cuda=str(env.get("cuda") or ""),
-        evaluator_version=evaluation.evaluator_version,
-        finished_at=evaluation.finished_at,
-        rows=[
-            BaselineRow(
-                name=r.name,
-                ref_us=_scaled(r.ref_median_ms, 1e3),
-                expert_us=_scaled(r.median_ms, 1e3),
-                speedup=r.speedup,
-                sol_percent=_scaled(r.sol_fraction, 100),
-                tflops=r.achieved_tflops,
-                tbps=r.achieved_tbps,
-            )
-            for r in results
-        ],
-        geomean_speedup=positive_geomean(r.speedup for r in results),
-        geomean_sol_percent=_scaled(positive_geomean(r.sol_fraction for r in results), 100),
-    )

@@ -309,6 +309,26 @@ def test_markdown_names_the_file_each_expert_was_timed_against():
     assert "| Workload | Baseline µs | Expert µs |" in text
 
 
+def test_markdown_says_per_task_whether_the_expert_meets_the_catalogs_bar():
+    data = md_fixture()
+    data["gemm_bf16"]["timed_against"] = "baseline.py"
+    # 12.5 TFLOP/s of 20 is a larger share than 3.25 TB/s of 10: bound by FLOPs.
+    data["gemm_bf16"]["environment"]["ceilings"] = {"peak_tflops_bf16": 20.0, "peak_tbps": 10.0}
+
+    text = baselines_md.render(data, source="docs/baselines.json")
+
+    assert "| Geomean SOL | Catalog bar |" in text
+    assert (
+        "| `row_softmax` | correct | — | 2 | 2.45× | 74.8% | Meets the catalog's bar: beats "
+        "its baseline (geomean 2.45×). |"
+    ) in text
+    assert (
+        "| 60.0% | Below the catalog's bar: 0.80× of its baseline's speed (`baseline.py`), "
+        "under the 90% asked of a compute-bound task; 60% of speed of light on its largest "
+        "workload by FLOPs (`bf16_8192`). |"
+    ) in text
+
+
 def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
     source = write_json(tmp_path, md_fixture())
     out = tmp_path / "baselines.md"

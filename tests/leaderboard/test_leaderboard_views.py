@@ -65,7 +65,17 @@ def test_scoring_page_writes_out_every_formula_and_status(client):
         "Implementation score",
         "discovery score",
         "Guidance uplift",
+        "Fraction of the expert",
+        "The catalog's bar for its experts",
     ]:
         assert name in html
     for status in EvaluationStatus.values:
         assert f"status-{status}" in html
+
+
+def test_scoring_page_says_speedups_are_against_the_tasks_baseline(client):
+    html = client.get(reverse("leaderboard:scoring")).content.decode()
+
+    assert "<code>speedup(w) = t_base(w) / t_sub(w)</code>" in html
+    assert "The baseline is the task's <code>baseline.py</code> where it has one" in html
+    assert "t_ref" not in html

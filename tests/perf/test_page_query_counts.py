@@ -30,8 +30,8 @@ PAGES = {
     # version; filter choices, the pairs with both runs' scores
     "paired": (3, 1),
     # version; task + version, public workloads, guidance, properties; ranking scores,
-    # their workload results; the expert baseline
-    "task": (8, 1),
+    # their workload results, the expert's timings per GPU; the expert baseline
+    "task": (9, 1),
     # version; run count, the page's runs, tasks, cells, filter choices
     "matrix": (6, 1),
     # version; the catalog's rows
@@ -39,9 +39,9 @@ PAGES = {
     # the run; per side: kernels, latest evaluations + results, traces, (proposals); tasks;
     # both runs' scores; the moderation log
     "run": (13, None),
-    # the submission; its latest evaluation + results; properties + assessments; the
-    # moderation log
-    "submission": (6, None),
+    # the submission; its latest evaluation + results; the expert's results on its GPU;
+    # properties + assessments; the moderation log
+    "submission": (7, None),
     # version; the run scores (the same table as the page's CSV export)
     "api-leaderboard": (2, 1),
     "api-paired": (2, 1),

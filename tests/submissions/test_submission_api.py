@@ -127,7 +127,8 @@ def test_detail_has_the_latest_evaluation_with_its_workloads(api, user, django_a
     WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
 
     api.get(LIST)  # the token's first use writes `last_used_at` (at most once a minute)
-    with django_assert_num_queries(4):  # token+user, submission, evaluation, its results
+    # token+user, submission, evaluation, its results, the expert's results on its GPU
+    with django_assert_num_queries(5):
         response = api.get(detail_url(evaluation.submission.pk))
 
     body = response.json()

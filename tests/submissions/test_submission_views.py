@@ -171,8 +171,9 @@ def _detail(client, submission):
 def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     client, finished, django_assert_num_queries
 ):
-    # submission, latest evaluation, its results, the properties, their assessments, moderation
-    with django_assert_num_queries(6):
+    # submission, latest evaluation, its results, the expert's results on its GPU, the
+    # properties, their assessments, moderation
+    with django_assert_num_queries(7):
         response = _detail(client, finished.submission)
     body = response.content.decode()
     assert response.status_code == 200

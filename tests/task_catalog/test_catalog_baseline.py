@@ -29,17 +29,30 @@ def task():
     return version.task
 
 
+# The fixture workloads run at 12.5 TFLOP/s and 3.25 TB/s: against these ceilings they
+# are bound by FLOPs (12.5 / 20 > 3.25 / 10), against the second by bytes.
+FLOP_BOUND = {"peak_tflops_bf16": 20.0, "peak_tbps": 10.0}
+BYTE_BOUND = {"peak_tflops_bf16": 100.0, "peak_tbps": 4.0}
+
+
+def with_ceilings(verdict, ceilings):
+    verdict["environment"] = {**verdict["environment"], "ceilings": ceilings}
+    return verdict
+
+
 @pytest.fixture
 def gemm():
-    version = TaskVersionFactory(task__slug="gemm_bf16", task__title="BF16 GEMM")
+    version = TaskVersionFactory(
+        task__slug="gemm_bf16",
+        task__title="BF16 GEMM",
+        baseline_source="class Model:\n    pass\n",
+    )
     WorkloadFactory(version=version, name="bf16_8192", role="timed")
+    verdict = gpu_verdict(
+        "gemm_bf16", workloads=[gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25, sol=0.6)]
+    )
     baseline_import(
-        data={
-            "gemm_bf16": gpu_verdict(
-                "gemm_bf16", workloads=[gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25, sol=0.6)]
-            )
-        },
-        source_label="fixture.json",
+        data={"gemm_bf16": with_ceilings(verdict, FLOP_BOUND)}, source_label="fixture.json"
     )
     return version.task
 
@@ -81,7 +94,11 @@ def test_selector_gives_public_timed_workloads_environment_and_geomean(
     assert (first.sol_percent, first.tflops, first.tbps) == pytest.approx((80, 12.5, 3.25))
     assert baseline.geomean_speedup == pytest.approx(6**0.5)
     assert baseline.geomean_sol_percent == pytest.approx(100 * 0.56**0.5)
-    assert not baseline.slower_than_reference
+    assert baseline.timed_against == "reference.py"  # the fixture task has no baseline.py
+    assert baseline.catalog_bar.meets
+    assert baseline.catalog_bar.sentence == (
+        "Meets the catalog's bar: beats its baseline (geomean 2.45× over `reference.py`)."
+    )
 
 
 def test_selector_takes_the_newest_expert_result_on_the_current_version_only(task):
@@ -131,17 +148,59 @@ def test_task_page_shows_the_experts_numbers_and_the_gpu(client, task):
     ) in html
     assert "over the timed workloads): <strong>2.45×</strong>" in html
     assert "hidden_tail" not in html
-    assert "slower than the reference" not in html
+    assert "Meets the catalog's bar: beats its baseline" in html
 
 
-def test_task_page_says_plainly_when_the_expert_is_slower_than_the_library(client, gemm):
+def test_task_page_labels_the_time_column_by_the_reference_without_a_baseline(client, task):
+    imported(task)
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert '<th class="num">Reference µs</th>' in html
+    assert "Baseline µs" not in html
+    assert "the task has no <code>baseline.py</code>" in html
+
+
+def test_task_page_labels_the_time_column_by_the_baseline_where_the_task_has_one(client, gemm):
+    html = client.get(reverse("task_catalog:detail", args=[gemm.slug])).content.decode()
+
+    assert '<th class="num">Baseline µs</th>' in html
+    assert "Reference µs" not in html
+    assert "the task's <code>baseline.py</code>, the PyTorch a practitioner runs" in html
+
+
+def test_task_page_says_when_the_expert_is_below_the_bar_and_what_it_reaches(client, gemm):
     html = client.get(reverse("task_catalog:detail", args=[gemm.slug])).content.decode()
 
     assert "<strong>0.80×</strong>" in html
+    assert 'data-meets="no"' in html
     assert (
-        "the expert reaches 80% of the library's speed and 60% of the device's speed of light"
-        in html
+        "Below the catalog's bar: 0.80× of its baseline's speed "
+        "(<code>baseline.py</code>), under the 90% asked of a compute-bound task; 60% of "
+        "speed of light on its largest workload by FLOPs (<code>bf16_8192</code>)."
+    ) in html
+
+
+def test_a_memory_bound_expert_meets_the_bar_at_80_percent_of_speed_of_light(client, task):
+    verdict = gpu_verdict(
+        workloads=[
+            gpu_workload("bf16_4096x4096", ref_ms=0.9, ms=1.0, sol=0.5),
+            gpu_workload("fp32_1024x50000", ref_ms=1.8, ms=2.0, sol=0.85),
+            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="hidden", hidden=True),
+        ]
     )
+    report = baseline_import(
+        data={task.slug: with_ceilings(verdict, BYTE_BOUND)}, source_label="fixture.json"
+    )
+    assert report.lines[0].outcome == "created"
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert 'data-meets="yes"' in html
+    assert (
+        "Meets the catalog's bar: 85% of speed of light on its largest workload by bytes "
+        "(<code>fp32_1024x50000</code>), at least the 80% asked of a memory-bound task"
+    ) in html
 
 
 def test_the_experts_ranking_row_is_marked(client, task):
@@ -160,8 +219,9 @@ def test_the_experts_ranking_row_is_marked(client, task):
 def test_task_page_with_a_baseline_query_count_is_pinned(client, task, django_assert_num_queries):
     imported(task)
     scores_refresh(submission_ids=Submission.objects.values_list("pk", flat=True))
-    # data version, task + version, workloads, guidance, properties, ranking (2), baseline (2)
-    with django_assert_num_queries(9):
+    # data version, task + version, workloads, guidance, properties, ranking (3: scores,
+    # their results, the expert's timings), baseline (2)
+    with django_assert_num_queries(10):
         assert client.get(reverse("task_catalog:detail", args=[task.slug])).status_code == 200
 
 
@@ -180,6 +240,12 @@ def test_api_detail_has_the_baseline(client, task):
     assert baseline["evaluator_version"] == "0.2.0"
     assert baseline["geomean_speedup"] == pytest.approx(6**0.5)
     assert [row["name"] for row in baseline["rows"]] == ["bf16_4096x4096", "fp32_1024x50000"]
+    assert baseline["timed_against"] == "reference.py"
+    assert baseline["catalog_bar"] == {
+        "meets": True,
+        "sentence": "Meets the catalog's bar: beats its baseline (geomean 2.45× over "
+        "`reference.py`).",
+    }
     assert baseline["rows"][1] == pytest.approx(
         {
             "name": "fp32_1024x50000",

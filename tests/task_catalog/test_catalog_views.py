@@ -114,9 +114,9 @@ def test_task_detail_query_count_is_pinned(client, task, django_assert_num_queri
         WorkloadResultFactory(evaluation=EvaluationFactory(submission=submission), speedup=2.0)
         scores_refresh(submission_ids=[submission.pk])
     # the data version, task + version, public workloads, guidance, properties, ranking
-    # scores + results, the expert baseline (one query when there is none; see
-    # test_catalog_baseline.py); then, until the data changes, the version only
-    with django_assert_num_queries(8):
+    # scores + results + the expert's timings, the expert baseline (one query when there
+    # is none; see test_catalog_baseline.py); then, until the data changes, the version only
+    with django_assert_num_queries(9):
         assert client.get(reverse("task_catalog:detail", args=[task.slug])).status_code == 200
     with django_assert_num_queries(1):
         assert client.get(reverse("task_catalog:detail", args=[task.slug])).status_code == 200
