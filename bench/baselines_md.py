@@ -25,6 +25,10 @@ from evaluator.harness.spec import environment_gpu
 from leaderboard.catalog_bar import BarWorkload, catalog_bar, ceilings_from_environment
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
+# Below this many FLOP a byte in every timed workload a task is memory-bound on an
+# H200 by a wide margin (its fp32 ridge, 67 TFLOP/s over 4.8 TB/s, is 14).
+MEMORY_BOUND_FLOP_PER_BYTE = 10.0
 ENV_FIELDS = (
     ("GPU", "gpu"),
     ("Driver", "driver"),
@@ -109,6 +113,60 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
     ).sentence
 
 
+def catalog_slugs() -> list[str]:
+    """Every task of the catalog on disk."""
+    return sorted(p.parent.name for p in CATALOG_DIR.glob("*/task.toml"))
+
+
+def memory_bound(verdict: dict[str, Any]) -> bool:
+    """Every public timed workload does fewer than MEMORY_BOUND_FLOP_PER_BYTE FLOP a byte."""
+    workloads = public_timed(verdict)
+    intensities = []
+    for w in workloads:
+        tflops, tbps = w.get("achieved_tflops"), w.get("achieved_tbps")
+        if not isinstance(tbps, int | float) or tbps <= 0:
+            return False
+        intensities.append((tflops or 0.0) / tbps)
+    return bool(intensities) and all(i < MEMORY_BOUND_FLOP_PER_BYTE for i in intensities)
+
+
+def traffic_section(measured: dict[str, Any]) -> list[str]:
+    """The memory-bound experts' DRAM traffic against each workload's minimum bytes."""
+    out = [
+        "",
+        "## DRAM traffic of the memory-bound experts",
+        "",
+        "Tasks whose every timed workload does under "
+        f"{MEMORY_BOUND_FLOP_PER_BYTE:.0f} FLOP a byte. Minimum: the workload's `bytes` formula "
+        "(each input read and each output written once). Read: DRAM bytes read during the "
+        "call's kernels. Written: the larger of the DRAM bytes written and the bytes the SMs "
+        "wrote into the L2 (ncu flushes the caches before each kernel, not after, so writes "
+        "still in the L2 at a kernel's end reach DRAM later). Traffic = read + written.",
+        "",
+        "| Task | Workload | Minimum MB | Read MB | Written MB | Traffic × minimum |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    rows = 0
+    for slug, verdict in measured.items():
+        if not memory_bound(verdict):
+            continue
+        for w in public_timed(verdict):
+            c = w.get("counters") if isinstance(w.get("counters"), dict) else None
+            if c is None:
+                out.append(f"| `{slug}` | `{w.get('name')}` | — | — | — | — |")
+                continue
+            written = max(c.get("dram_write_bytes") or 0, c.get("l2_write_bytes") or 0)
+            out.append(
+                f"| `{slug}` | `{w.get('name')}` | {_num(c.get('min_bytes'), 1, 1e-6)} | "
+                f"{_num(c.get('dram_read_bytes'), 1, 1e-6)} | {_num(written, 1, 1e-6)} | "
+                f"{_num(c.get('traffic_ratio'), 2, suffix='×')} |"
+            )
+            rows += 1
+    if not rows:
+        out.append("| — | no counters read | | | | |")
+    return out
+
+
 def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND) -> str:
     """The markdown page for `data` ({task_slug: verdict})."""
     measured = {slug: v for slug, v in data.items() if isinstance(v, dict) and gpu_name(v)}
@@ -178,6 +236,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     overall = geomean(all_speedups)
     if overall is not None:
         out += [f"Geometric mean over the {len(all_speedups)} correct tasks: {overall:.2f}×."]
+    out += traffic_section(measured)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]
@@ -206,6 +265,14 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
                 "speed of light)"
             )
         out[-1] += "."
+    absent = sorted(set(catalog_slugs()) - set(data))
+    if absent:
+        out += ["", "## Not in this file", ""]
+        out += [
+            "Catalog tasks with no GPU verdict here yet: "
+            + ", ".join(f"`{slug}`" for slug in absent)
+            + "."
+        ]
     if unmeasured:
         out += ["", "## Not measured on a GPU", ""]
         for slug, verdict in unmeasured.items():

@@ -23,7 +23,7 @@ packages=(
   django asgiref sqlparse djangorestframework djangorestframework-api-key
   drf-spectacular drf-spectacular-sidecar inflection uritemplate django-filter
   django-q2 django-picklefield django-environ nh3 plotly narwhals whitenoise
-  tomli-w jsonschema jsonschema-specifications referencing rpds-py
+  tomli-w jsonschema jsonschema-specifications referencing rpds-py platformdirs
 )
 frozen=$("${D2K_VENV:-.venv}/bin/python" -m pip freeze 2>/dev/null | tr '[:upper:]_' '[:lower:]-')
 specs=()

@@ -340,6 +340,36 @@ def test_markdown_script_writes_the_file_and_names_the_command(tmp_path):
     assert "Produced by: `make gpu`" in text
 
 
+def test_markdown_lists_the_memory_bound_experts_traffic_against_their_minimum():
+    counted = gpu_workload("bf16_4096x4096", ref_ms=0.2, ms=0.1)
+    counted["counters"] = {
+        "min_bytes": 67_108_864,
+        "dram_read_bytes": 33_554_432,
+        "dram_write_bytes": 2_048,
+        "l2_write_bytes": 33_554_432,
+        "traffic_ratio": 1.0,
+    }
+    compute = gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25)
+    compute["achieved_tflops"] = 600.0  # 185 FLOP a byte: bound by the tensor cores
+    data = {
+        "row_softmax": gpu_verdict(workloads=[counted]),
+        "gemm_bf16": gpu_verdict("gemm_bf16", workloads=[compute]),
+    }
+
+    text = baselines_md.render(data, source="docs/baselines.json")
+
+    section = text.split("## DRAM traffic of the memory-bound experts")[1].split("\n## ")[0]
+    # Written is the larger of DRAM writes and L2 writes: the output left in the L2 counts.
+    assert "| `row_softmax` | `bf16_4096x4096` | 67.1 | 33.6 | 33.6 | 1.00× |" in section
+    assert "gemm_bf16" not in section
+
+
+def test_markdown_names_the_catalog_tasks_the_file_has_no_verdict_for():
+    text = baselines_md.render({"row_softmax": gpu_verdict()}, source="docs/baselines.json")
+    absent = text.split("## Not in this file")[1]
+    assert "`gemm_bf16`" in absent and "`row_softmax`" not in absent
+
+
 # -- the committed GPU file ------------------------------------------------------------
 
 
