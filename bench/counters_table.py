@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task  # noqa: E402
-from evaluator.harness.spec import Mode, WorkloadRole  # noqa: E402
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task  # noqa: E402
+from taskformat.spec import Mode, WorkloadRole  # noqa: E402
 
 # Below this many FLOP a byte (in every timed workload) a task is memory-bound
 # on an H200 by a wide margin: its fp32 ridge (67 TFLOP/s over 4.8 TB/s) is 14.

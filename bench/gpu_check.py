@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
 
 
 def check(

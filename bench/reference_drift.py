@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluator.harness.environment import GpuMonitor  # noqa: E402
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
 
 EVALUATOR = {
     "history",

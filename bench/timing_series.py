@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluator.harness import orchestrate, protocol  # noqa: E402
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
-from evaluator.harness.spec import Mode  # noqa: E402
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task  # noqa: E402
+from taskformat.spec import Mode  # noqa: E402
 
 
 def thirds(values: list[float]) -> str:

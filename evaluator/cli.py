@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from evaluator.harness.package import (
+    from taskformat.package import (
         DEFAULT_CATALOG_DIR,
         TaskPackageError,
         find_task_dir,

@@ -16,8 +16,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-from evaluator.harness.spec import Mode
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode
 
 _TABLE = re.compile(r"^\[\[?[A-Za-z0-9_.]+\]\]?\s*$", re.M)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .spec import Tolerance
+from taskformat.spec import Tolerance
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from taskformat.spec import Mode, TaskSpec, WorkloadRole
+
 from . import protocol, sandbox
 from .job import Job, PlannedWorkload, TimingSettings
-from .spec import Mode, Status, TaskSpec, WorkloadResult, WorkloadRole
+from .spec import Status, WorkloadResult
 
 # What ncu reads, per kernel. DRAM bytes are what crossed the memory
 # interface during the kernel; the L2 write sectors are what the SMs wrote

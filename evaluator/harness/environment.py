@@ -14,7 +14,9 @@ from typing import Any
 
 import torch
 
-from .spec import EVALUATOR_VERSION, Mode
+from taskformat.spec import Mode
+
+from .spec import EVALUATOR_VERSION
 
 SMI_FIELDS = (
     "name",

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import torch
 
+from taskformat.spec import Mode, TaskSpec
+
 from . import honesty
 from .compare import Comparison, compare_tensor, dtype_name
 from .job import Plan, PlannedWorkload
 from .protocol import Observed, flag
-from .spec import Measurement, Mode, Status, TaskSpec, WorkloadResult
+from .spec import Measurement, Status, WorkloadResult
 from .timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint, summarize
 from .workload import as_tuple, load_module, make_inputs, make_model
 

@@ -23,18 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import counters, environment, honesty, package, protocol, redact, sandbox
+from taskformat import package
+from taskformat.spec import Mode, TaskSpec, WorkloadSpec
+
+from . import counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import judge
 from .protocol import Observed
-from .spec import (
-    Mode,
-    Status,
-    TaskSpec,
-    Verdict,
-    WorkloadResult,
-    WorkloadSpec,
-)
+from .spec import Status, Verdict, WorkloadResult
 
 LOG_LIMIT = 32_000
 # The production timing settings (job.TimingSettings' defaults), as a dict for the docs and CLI.

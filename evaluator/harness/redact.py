@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .spec import TaskSpec
+from taskformat.spec import TaskSpec
 
 HIDDEN = "a hidden workload"
 

@@ -4,9 +4,9 @@ Isolation levels, strongest first (the verdict's environment says which one ran)
 
 - `bwrap`: bubblewrap with new user, PID, network, IPC, UTS and mount
   namespaces, all capabilities dropped, an unprivileged uid inside, and a
-  filesystem made of read-only binds of just the interpreter, the harness and
-  the task package, plus one writable scratch folder. No network, no project
-  files, no database, no secrets on disk.
+  filesystem made of read-only binds of just the interpreter, the harness (with
+  the task format code it imports) and the task package, plus one writable
+  scratch folder. No network, no project files, no database, no secrets on disk.
 - `process`: a plain child process. Still its own session and process group,
   a scrubbed environment, resource limits and the same watchdog; but it can
   see the host's filesystem and network, so use it only where bubblewrap is
@@ -33,7 +33,12 @@ from pathlib import Path
 
 from . import proctree
 
-HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent  # folder holding `evaluator/`
+# The folder holding `evaluator/` and `taskformat/`.
+HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
+# The packages bound read-only at SANDBOX_ROOT, on the child's PYTHONPATH: the harness and
+# the task format its modules import (counters.py in a profiling child); nothing else of the
+# project.
+SANDBOX_PACKAGES = ("evaluator", "taskformat")
 SANDBOX_ROOT = "/d2k"
 SANDBOX_WORK = f"{SANDBOX_ROOT}/work"
 SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
@@ -189,10 +194,10 @@ def sandbox_command(
     `wrapper` is a command that runs the interpreter inside the sandbox (a
     profiler: `ncu ... python ...`); it runs with the child's confinement.
 
-    Inside bubblewrap the harness is at /d2k (PYTHONPATH), the task package
-    at /d2k/task and the scratch folder at /d2k/work; at the `process` level
-    the child runs on the real paths. `layout` gives the caller the right ones
-    for its arguments and environment.
+    Inside bubblewrap the harness and the task format are at /d2k (PYTHONPATH),
+    the task package at /d2k/task and the scratch folder at /d2k/work; at the
+    `process` level the child runs on the real paths. `layout` gives the caller
+    the right ones for its arguments and environment.
     """
     level = isolation_level()
     if level == "process":
@@ -224,9 +229,7 @@ def sandbox_command(
         "/tmp",
         *(_device_binds() if gpu else []),
         *_python_binds(),
-        "--ro-bind",
-        str(HARNESS_ROOT / "evaluator"),
-        f"{SANDBOX_ROOT}/evaluator",
+        *_package_binds(),
         "--ro-bind",
         str(task_dir),
         SANDBOX_TASK,
@@ -241,6 +244,13 @@ def sandbox_command(
         argv += ["--setenv", key, value]
     argv += ["--", *wrapper, sys.executable, *python_args]
     return argv, {"PATH": env.get("PATH", "/usr/bin:/bin")}, level
+
+
+def _package_binds() -> list[str]:
+    args: list[str] = []
+    for name in SANDBOX_PACKAGES:
+        args += ["--ro-bind", str(HARNESS_ROOT / name), f"{SANDBOX_ROOT}/{name}"]
+    return args
 
 
 def _symlink_or_bind(path: str) -> list[str]:

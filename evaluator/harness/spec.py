@@ -1,16 +1,18 @@
-"""The frozen dataclasses that cross the harness boundary.
+"""The frozen dataclasses of a verdict, as they cross the harness boundary.
 
-Nothing here imports Django or torch: a `TaskSpec` is read from a task package
-on disk, a `Verdict` is what the orchestrator reaches and what the portal
-stores. Both serialise to plain JSON.
+Nothing here imports Django or torch: a `Verdict` is what the orchestrator
+reaches and what the portal stores; it serialises to plain JSON. The task it
+is measured against is a `taskformat.spec.TaskSpec`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
+
+from taskformat.spec import WorkloadRole
 
 EVALUATOR_VERSION = "0.2.0"
 
@@ -26,108 +28,6 @@ class Status(enum.StrEnum):
     TIMEOUT = "timeout"
     OUT_OF_MEMORY = "out_of_memory"
     WORKER_ERROR = "worker_error"
-
-
-class Mode(enum.StrEnum):
-    INTERPRET = "interpret"
-    CUDA = "cuda"
-
-
-class Level(enum.StrEnum):
-    L1 = "L1"
-    L2 = "L2"
-    L3 = "L3"
-
-
-class WorkloadRole(enum.StrEnum):
-    """Which part of the protocol a workload takes part in.
-
-    `timed`: the public, timed workloads of the benchmark (cuda mode).
-    `hidden`: correctness only, never shown to agents (cuda mode).
-    `check`: small shapes for Triton's CPU interpreter (interpret mode);
-    a check workload may itself be hidden.
-    """
-
-    TIMED = "timed"
-    HIDDEN = "hidden"
-    CHECK = "check"
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-    # Relative L2 error ‖out − ref‖ / ‖ref‖ must also stay below this: an
-    # elementwise atol alone lets a constant output pass where values are small.
-    rel_l2: float
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    name: str
-    role: WorkloadRole
-    params: dict[str, Any]
-    hidden: bool = False
-    flops: float = 0.0
-    bytes: float = 0.0
-    flops_formula: str = ""
-    bytes_formula: str = ""
-
-
-@dataclass(frozen=True)
-class GuidanceSpec:
-    level: Level
-    text: str
-    depends_on: tuple[Level, ...] = ()
-
-
-@dataclass(frozen=True)
-class PropertySpec:
-    key: str
-    level: Level
-    title: str
-    description: str
-    weight: float
-    depends_on: tuple[str, ...] = ()
-    detector: dict[str, Any] = field(default_factory=lambda: {"kind": "manual"})
-    counters: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    slug: str
-    title: str
-    category: str
-    statement: str
-    tolerances: dict[str, Tolerance]
-    forbidden_ops: tuple[str, ...]
-    workloads: tuple[WorkloadSpec, ...]
-    guidance: tuple[GuidanceSpec, ...]
-    properties: tuple[PropertySpec, ...]
-    reference_source: str
-    expert_source: str
-    inplace: bool = False
-    # Optional baseline.py: what speedups are measured against (its `Model`,
-    # on reference.py's inputs) where the reference is not the fastest
-    # library code; correctness is always against reference.py.
-    baseline_source: str = ""
-    seeds: int = 3
-    # aten ops beyond allocation, views, copies, fills and casts that this
-    # task lets a submission call (honesty.ALLOWED_OPS is the base list).
-    allowed_ops: tuple[str, ...] = ()
-    notes: str = ""
-    directory: str = ""
-
-    def workloads_for(self, mode: Mode) -> tuple[WorkloadSpec, ...]:
-        if mode is Mode.INTERPRET:
-            return tuple(w for w in self.workloads if w.role is WorkloadRole.CHECK)
-        return tuple(w for w in self.workloads if w.role is not WorkloadRole.CHECK)
-
-    def tolerance_for(self, dtype: str) -> Tolerance:
-        try:
-            return self.tolerances[dtype]
-        except KeyError:
-            return self.tolerances["default"]
 
 
 @dataclass(frozen=True)
@@ -262,7 +162,7 @@ class Verdict:
     mode: str = ""
     evaluator_version: str = EVALUATOR_VERSION
     wall_seconds: float = 0.0
-    # sha256 of the task's measured content (package.measured_content_hash): the
+    # sha256 of the task's measured content (taskformat.package.measured_content_hash): the
     # catalog version a result belongs to is the one with this hash.
     task_hash: str = ""
     # The log as its owner may read it: what the submission printed before

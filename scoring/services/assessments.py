@@ -12,13 +12,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from evaluator.harness.counter_rules import CounterRuleError, counter_assess
-from evaluator.harness.detectors import DetectorError, DetectorResult, assess
 from evaluator.models import Evaluation
 from runs.models import Proposal, Run
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
+from taskformat.counter_rules import CounterRuleError, counter_assess
+from taskformat.detectors import DetectorError, DetectorResult, assess
 
 logger = logging.getLogger("scoring")
 

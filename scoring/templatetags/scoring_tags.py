@@ -2,7 +2,7 @@ from typing import Any
 
 from django import template
 
-from evaluator.harness.counter_rules import traffic_ratio
+from taskformat.counter_rules import traffic_ratio
 
 register = template.Library()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluator.harness.kernelbench import kernelbench_package_write, kernelbench_parse
+from taskformat.kernelbench import kernelbench_package_write, kernelbench_parse
 
 from .loading import CatalogLoadReport, catalog_load
 

@@ -17,8 +17,8 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Max
 
-from evaluator.harness.formula import FormulaError, evaluate_formula
-from evaluator.harness.package import (
+from taskformat.formula import FormulaError, evaluate_formula
+from taskformat.package import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
     TaskPackageError,
@@ -27,7 +27,7 @@ from evaluator.harness.package import (
     measured_content,
     measured_content_hash,
 )
-from evaluator.harness.spec import TaskSpec, WorkloadRole
+from taskformat.spec import TaskSpec, WorkloadRole
 
 from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
 

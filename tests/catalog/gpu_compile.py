@@ -34,8 +34,8 @@ from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
 from triton.runtime.jit import JITFunction
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.workload import load_module
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 
 CUDA = torch.device("cuda", 0)
 H200 = {"multi_processor_count": 132, "name": "NVIDIA H200", "major": 9, "minor": 0}

@@ -15,8 +15,8 @@ import sys
 
 import torch
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from evaluator.harness.workload import load_module, make_inputs
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 
 SEED = 20251201
 

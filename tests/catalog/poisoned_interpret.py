@@ -27,9 +27,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from evaluator.harness.judge import _compare_all
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-from evaluator.harness.spec import Mode
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode
 
 CPU = torch.device("cpu")
 aten = torch.ops.aten

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from evaluator.harness.compare import compare_tensor, dtype_name
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
-from evaluator.harness.spec import Mode, Tolerance
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.spec import Mode, Tolerance
 
 WITH_BASELINE = [
     p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR) if (p / "baseline.py").is_file()

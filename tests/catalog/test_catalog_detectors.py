@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.detectors import detect, implementation_score
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.detectors import detect, implementation_score
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 NEGATIVES = ROOT / "tests" / "catalog" / "negatives"

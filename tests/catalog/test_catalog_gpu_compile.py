@@ -12,7 +12,7 @@ version, so a pass here does not rule out a difference between the two.
 
 import pytest
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from tests.catalog.script_lines import script_json_lines
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
-from evaluator.harness.spec import TaskSpec
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.spec import TaskSpec
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]\d)")

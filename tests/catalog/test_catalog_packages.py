@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
-from evaluator.harness.spec import Level, Mode, WorkloadRole
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.spec import Level, Mode, WorkloadRole
 
 ROOT = Path(__file__).resolve().parents[2]
 NEGATIVES = ROOT / "tests" / "catalog" / "negatives"

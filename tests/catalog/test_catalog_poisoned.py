@@ -10,8 +10,8 @@ full of NaN (or integer garbage) before a kernel sees it.
 
 import pytest
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
-from evaluator.harness.spec import Mode
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.spec import Mode
 from tests.catalog.script_lines import script_json_lines
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]

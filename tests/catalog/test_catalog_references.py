@@ -16,9 +16,9 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
-from evaluator.harness.spec import Mode
 from evaluator.harness.workload import load_module, make_inputs, make_model
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.spec import Mode
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 CPU = torch.device("cpu")

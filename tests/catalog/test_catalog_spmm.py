@@ -12,9 +12,9 @@ program stores and the carries the fix-up adds.
 import pytest
 import torch
 
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-from evaluator.harness.spec import Mode, WorkloadRole
 from evaluator.harness.workload import load_module, make_inputs
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode, WorkloadRole
 
 SLUG = "spmm_csr"
 H200_SMS = 132

@@ -377,8 +377,8 @@ def test_the_committed_gpu_baselines_import_against_the_committed_catalog():
     # docs/baselines.json is a real H200 run; `./dev serve` imports it. If a catalog
     # edit changes a task's measured content, this fails until its expert is re-measured
     # (or its stale entry leaves the file).
-    from evaluator.harness.package import DEFAULT_CATALOG_DIR
     from task_catalog.services import catalog_load
+    from taskformat.package import DEFAULT_CATALOG_DIR
 
     catalog_load(directory=DEFAULT_CATALOG_DIR)
     data = json.loads((ROOT / "docs" / "baselines.json").read_text())

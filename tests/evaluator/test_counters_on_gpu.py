@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from evaluator.harness.orchestrate import evaluate
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-from evaluator.harness.spec import Mode, Status
+from evaluator.harness.spec import Status
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode
 
 pytestmark = [
     pytest.mark.gpu,

@@ -6,13 +6,14 @@ import pytest
 
 from evaluator.harness import orchestrate
 from evaluator.harness.job import CleanReference
-from evaluator.harness.package import (
+from evaluator.harness.spec import Measurement, Status, WorkloadResult
+from taskformat.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
     measured_content,
     measured_content_hash,
 )
-from evaluator.harness.spec import Measurement, Status, WorkloadResult, WorkloadRole
+from taskformat.spec import WorkloadRole
 
 BASELINE = """import torch
 

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from evaluator.harness import orchestrate, sandbox
-from evaluator.harness.package import DEFAULT_CATALOG_DIR
 from evaluator.harness.protocol import Observed
+from taskformat.package import DEFAULT_CATALOG_DIR
 
 
 def test_one_process_on_the_gpu_is_the_child_and_no_flag():

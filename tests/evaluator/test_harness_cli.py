@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.package import (
+from taskformat.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
     measured_content,
     measured_content_hash,
 )
-from evaluator.harness.spec import Mode
+from taskformat.spec import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"

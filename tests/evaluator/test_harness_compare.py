@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from evaluator.harness.compare import compare_tensor
-from evaluator.harness.spec import Tolerance
 from evaluator.harness.timing import fingerprint
+from taskformat.spec import Tolerance
 
 TOL = Tolerance(atol=1e-3, rtol=1e-2, rel_l2=1e-2)
 

@@ -24,8 +24,9 @@ import pytest
 
 from evaluator.harness import counters, protocol, sandbox
 from evaluator.harness.job import PlannedWorkload
-from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
+from evaluator.harness.spec import Status, WorkloadResult
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode, WorkloadRole
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "tests" / "data" / "ncu" / "row_softmax_raw.csv"

@@ -441,8 +441,8 @@ def test_real_cli_the_expert_is_correct(row_softmax):
     assert evaluation.status == EvaluationStatus.CORRECT, evaluation.message
     assert evaluation.mode == "interpret"
     # One result per check workload of row_softmax's package in interpret mode.
-    from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
-    from evaluator.harness.spec import Mode
+    from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+    from taskformat.spec import Mode
 
     checks = load_task(DEFAULT_CATALOG_DIR / "row_softmax").workloads_for(Mode.INTERPRET)
     assert evaluation.results.count() == len(checks) >= 4

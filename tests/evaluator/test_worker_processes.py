@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from evaluator.harness.package import load_task
-from evaluator.harness.spec import Mode
+from taskformat.package import load_task
+from taskformat.spec import Mode
 from tests.evaluator.portal_processes import (
     ROOT,
     Portal,

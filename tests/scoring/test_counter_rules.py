@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluator.harness.counter_rules import (
+from taskformat.counter_rules import (
     CounterRuleError,
     counter_assess,
     counter_rule_validate,
@@ -92,7 +92,7 @@ def test_a_package_with_a_bad_counter_rule_is_refused(tmp_path):
     import shutil
     from pathlib import Path
 
-    from evaluator.harness.package import TaskPackageError, load_task
+    from taskformat.package import TaskPackageError, load_task
 
     source = Path(__file__).resolve().parents[2] / "catalog" / "gemm_bf16"
     shutil.copytree(source, tmp_path / "gemm_bf16")

@@ -1,51 +1,44 @@
-"""The catalog reads nothing from the evaluator: rankings and results are the leaderboard's."""
+"""The catalog reads nothing from the evaluator: it reads task packages through `taskformat`,
+and rankings and results are the leaderboard's."""
 
-import ast
 from pathlib import Path
 
 import task_catalog
+from tests.import_walk import imported_modules, imports_of_package, reaches
 
-ROOT = Path(task_catalog.__file__).parent
-# The Django-free harness parses task packages for the loader and the standalone CLI alike;
-# the evaluator's models, selectors and services are what the catalog must not reach.
-ALLOWED = ("evaluator.harness",)
-
-
-def imported_modules(path: Path) -> list[str]:
-    names = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-            names += [f"{node.module}.{alias.name}" for alias in node.names]
-    return names
-
-
-def reaches_evaluator(name: str) -> bool:
-    if name != "evaluator" and not name.startswith("evaluator."):
-        return False
-    return not any(name == a or name.startswith(f"{a}.") for a in ALLOWED)
+PACKAGE = Path(task_catalog.__file__).parent
 
 
 def test_task_catalog_imports_nothing_from_the_evaluator():
     offenders = [
-        f"{path.relative_to(ROOT.parent)}: {name}"
-        for path in sorted(ROOT.rglob("*.py"))
-        for name in imported_modules(path)
-        if reaches_evaluator(name)
+        f"{path.relative_to(PACKAGE.parent)}: {name}"
+        for path, name in imports_of_package(PACKAGE)
+        if reaches(name, "evaluator")
     ]
     assert offenders == []
 
 
-def test_the_walk_sees_a_forbidden_import_and_allows_the_harness(tmp_path):
-    module = tmp_path / "m.py"
+def test_the_walk_sees_every_way_of_reaching_the_evaluator(tmp_path):
+    module = tmp_path / "task_catalog" / "services" / "m.py"
+    module.parent.mkdir(parents=True)
     module.write_text(
-        "from evaluator.models import Evaluation\nimport evaluator.selectors\n"
-        "from evaluator.harness.spec import TaskSpec\n"
+        "import importlib\n"
+        "from evaluator.harness.spec import Verdict\n"
+        "import evaluator.selectors\n"
+        "from ... import evaluator\n"
+        "from ...evaluator.models import Evaluation\n"
+        "from ..models import Task\n"
+        "from taskformat.spec import TaskSpec\n"
+        "importlib.import_module('evaluator.services')\n"
     )
-    assert sorted(n for n in imported_modules(module) if reaches_evaluator(n)) == [
+    names = imported_modules(module, root=tmp_path)
+    assert "task_catalog.models.Task" in names
+    assert sorted({n for n in names if reaches(n, "evaluator")}) == [
+        "evaluator",
+        "evaluator.harness.spec",
+        "evaluator.harness.spec.Verdict",
         "evaluator.models",
         "evaluator.models.Evaluation",
         "evaluator.selectors",
+        "evaluator.services",
     ]

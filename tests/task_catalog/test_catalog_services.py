@@ -6,13 +6,6 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from evaluator.harness.package import (
-    DEFAULT_CATALOG_DIR,
-    TaskPackageError,
-    load_task,
-    measured_content,
-    measured_content_hash,
-)
 from task_catalog.models import DesignProperty, Guidance, Task, TaskVersion, Workload
 from task_catalog.services import (
     LoadAction,
@@ -20,6 +13,13 @@ from task_catalog.services import (
     catalog_load,
     task_version_update,
     task_version_write_package,
+)
+from taskformat.package import (
+    DEFAULT_CATALOG_DIR,
+    TaskPackageError,
+    load_task,
+    measured_content,
+    measured_content_hash,
 )
 from tests.factories import SubmissionFactory
 

@@ -4,9 +4,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluator.harness.kernelbench import KernelBenchError
-from evaluator.harness.package import TaskPackageError
 from task_catalog.services.kernelbench import kernelbench_import
+from taskformat.kernelbench import KernelBenchError
+from taskformat.package import TaskPackageError
 
 
 class Command(BaseCommand):

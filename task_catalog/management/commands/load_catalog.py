@@ -4,8 +4,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluator.harness.package import TaskPackageError
 from task_catalog.services import catalog_load
+from taskformat.package import TaskPackageError
 
 
 class Command(BaseCommand):

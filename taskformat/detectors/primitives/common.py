@@ -7,8 +7,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from evaluator.harness.detectors.program import Func, Program, Site
-from evaluator.harness.detectors.result import DetectorError, DetectorResult
+from taskformat.detectors.program import Func, Program, Site
+from taskformat.detectors.result import DetectorError, DetectorResult
 
 LOG2E = 1.0 / math.log(2.0)
 

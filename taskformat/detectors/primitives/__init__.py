@@ -9,21 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evaluator.harness.detectors.primitives.calls import (
+from taskformat.detectors.primitives.calls import (
     device_call,
     device_ref,
     host_attr,
     host_call,
     regex,
 )
-from evaluator.harness.detectors.primitives.fused import kernel
-from evaluator.harness.detectors.primitives.launch import (
+from taskformat.detectors.primitives.fused import kernel
+from taskformat.detectors.primitives.launch import (
     kernels,
     launch_option,
     launches,
     tile_from_runtime,
 )
-from evaluator.harness.detectors.primitives.layout import (
+from taskformat.detectors.primitives.layout import (
     grouped_tile_order,
     indirect_load,
     program_id,
@@ -32,7 +32,7 @@ from evaluator.harness.detectors.primitives.layout import (
     unmasked_load,
     zeros_tile,
 )
-from evaluator.harness.detectors.primitives.loops import (
+from taskformat.detectors.primitives.loops import (
     carried_accumulate,
     carried_call,
     dot_accumulate,
@@ -41,9 +41,9 @@ from evaluator.harness.detectors.primitives.loops import (
     loop_bound,
     online_rescale,
 )
-from evaluator.harness.detectors.primitives.numeric import centred_square, device_const, exp2_log2e
-from evaluator.harness.detectors.program import Program
-from evaluator.harness.detectors.result import DetectorResult
+from taskformat.detectors.primitives.numeric import centred_square, device_const, exp2_log2e
+from taskformat.detectors.program import Program
+from taskformat.detectors.result import DetectorResult
 
 PRIMITIVES: dict[str, Callable[[Program, dict[str, Any]], DetectorResult]] = {
     "device_call": device_call,

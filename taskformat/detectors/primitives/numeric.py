@@ -6,9 +6,9 @@ import ast
 import re
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import LN2, LOG2E, _near, _result
-from evaluator.harness.detectors.program import Func, Program
-from evaluator.harness.detectors.result import DetectorError, DetectorResult
+from taskformat.detectors.primitives.common import LN2, LOG2E, _near, _result
+from taskformat.detectors.program import Func, Program
+from taskformat.detectors.result import DetectorError, DetectorResult
 
 
 def _is_log2e(program: Program, node: ast.AST, owner: Func | None) -> bool:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluator.harness.detectors import DetectorResult
+from taskformat.detectors import DetectorResult
 
 COUNTER_RULE_KINDS = frozenset({"traffic", "tensor_share"})
 

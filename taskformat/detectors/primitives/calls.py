@@ -6,9 +6,9 @@ import ast
 import re
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import _names, _result
-from evaluator.harness.detectors.program import Program, Site
-from evaluator.harness.detectors.result import DetectorError, DetectorResult
+from taskformat.detectors.primitives.common import _names, _result
+from taskformat.detectors.program import Program, Site
+from taskformat.detectors.result import DetectorError, DetectorResult
 
 
 def _kwarg_ok(program: Program, site: Site, want: dict[str, Any]) -> bool:

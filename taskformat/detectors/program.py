@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from evaluator.harness.detectors.cuda import strip_c
+from taskformat.detectors.cuda import strip_c
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
 # Triton functions that are also tensor methods: `x.exp2()` is `tl.exp2(x)`.

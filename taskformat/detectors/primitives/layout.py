@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import (
+from taskformat.detectors.primitives.common import (
     _depends_on,
     _is_program_id,
     _result,
 )
-from evaluator.harness.detectors.program import Program
-from evaluator.harness.detectors.result import DetectorResult
+from taskformat.detectors.program import Program
+from taskformat.detectors.result import DetectorResult
 
 
 def zeros_tile(program: Program, spec: dict[str, Any]) -> DetectorResult:

@@ -4,7 +4,7 @@ comments and strings, host-side look-alikes, and CUDA C++ compiled with load_inl
 
 import pytest
 
-from evaluator.harness.detectors import (
+from taskformat.detectors import (
     DetectorError,
     DetectorResult,
     assess,

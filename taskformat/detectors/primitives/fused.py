@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import _grid_stride, _result
-from evaluator.harness.detectors.program import LOADS, Func, Program, Site
-from evaluator.harness.detectors.result import DetectorResult
+from taskformat.detectors.primitives.common import _grid_stride, _result
+from taskformat.detectors.program import LOADS, Func, Program, Site
+from taskformat.detectors.result import DetectorResult
 
 
 def _family(program: Program, kernel: Func) -> list[Func]:

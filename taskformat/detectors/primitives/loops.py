@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import (
+from taskformat.detectors.primitives.common import (
     _depends_on,
     _device_loops,
     _is_dot,
@@ -15,8 +15,8 @@ from evaluator.harness.detectors.primitives.common import (
     carried,
     dotted_name,
 )
-from evaluator.harness.detectors.program import LOADS, Func, Program
-from evaluator.harness.detectors.result import DetectorResult
+from taskformat.detectors.program import LOADS, Func, Program
+from taskformat.detectors.result import DetectorResult
 
 
 def carried_call(program: Program, spec: dict[str, Any]) -> DetectorResult:

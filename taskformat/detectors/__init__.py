@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from evaluator.harness.detectors.primitives import PRIMITIVES
-from evaluator.harness.detectors.program import Program
-from evaluator.harness.detectors.result import DetectorError, DetectorResult
+from taskformat.detectors.primitives import PRIMITIVES
+from taskformat.detectors.program import Program
+from taskformat.detectors.result import DetectorError, DetectorResult
 
 KINDS = frozenset({"manual", "all", "any", "not", *PRIMITIVES})
 

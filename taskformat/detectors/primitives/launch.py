@@ -6,9 +6,9 @@ import ast
 import re
 from typing import Any
 
-from evaluator.harness.detectors.primitives.common import TILE_SHAPES, _result, values
-from evaluator.harness.detectors.program import Program
-from evaluator.harness.detectors.result import DetectorResult
+from taskformat.detectors.primitives.common import TILE_SHAPES, _result, values
+from taskformat.detectors.program import Program
+from taskformat.detectors.result import DetectorResult
 
 
 def _option_values(program: Program, option: str) -> list[tuple[set[Any] | None, str]]:

@@ -32,7 +32,7 @@ from .spec import (
     WorkloadSpec,
 )
 
-DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent.parent / "catalog"
+DEFAULT_CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
 
 # What is measured: a change to any of it makes a new catalog version, and the
 # verdict names the hash of the content it was measured against.

@@ -1,6 +1,6 @@
 import pytest
 
-from evaluator.harness.formula import FormulaError, evaluate_formula
+from taskformat.formula import FormulaError, evaluate_formula
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,116 @@
+"""The frozen dataclasses of a task package, as `package.load_task` reads it.
+
+Nothing here imports Django or torch: a `TaskSpec` is what the catalog loader
+stores and what the evaluator harness evaluates against, the same type on
+both sides.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Mode(enum.StrEnum):
+    """Where an evaluation runs; it picks the task's workloads (`TaskSpec.workloads_for`)."""
+
+    INTERPRET = "interpret"
+    CUDA = "cuda"
+
+
+class Level(enum.StrEnum):
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+
+
+class WorkloadRole(enum.StrEnum):
+    """Which part of the protocol a workload takes part in.
+
+    `timed`: the public, timed workloads of the benchmark (cuda mode).
+    `hidden`: correctness only, never shown to agents (cuda mode).
+    `check`: small shapes for Triton's CPU interpreter (interpret mode);
+    a check workload may itself be hidden.
+    """
+
+    TIMED = "timed"
+    HIDDEN = "hidden"
+    CHECK = "check"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    # Relative L2 error ‖out − ref‖ / ‖ref‖ must also stay below this: an
+    # elementwise atol alone lets a constant output pass where values are small.
+    rel_l2: float
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    role: WorkloadRole
+    params: dict[str, Any]
+    hidden: bool = False
+    flops: float = 0.0
+    bytes: float = 0.0
+    flops_formula: str = ""
+    bytes_formula: str = ""
+
+
+@dataclass(frozen=True)
+class GuidanceSpec:
+    level: Level
+    text: str
+    depends_on: tuple[Level, ...] = ()
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    key: str
+    level: Level
+    title: str
+    description: str
+    weight: float
+    depends_on: tuple[str, ...] = ()
+    detector: dict[str, Any] = field(default_factory=lambda: {"kind": "manual"})
+    counters: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    slug: str
+    title: str
+    category: str
+    statement: str
+    tolerances: dict[str, Tolerance]
+    forbidden_ops: tuple[str, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    guidance: tuple[GuidanceSpec, ...]
+    properties: tuple[PropertySpec, ...]
+    reference_source: str
+    expert_source: str
+    inplace: bool = False
+    # Optional baseline.py: what speedups are measured against (its `Model`,
+    # on reference.py's inputs) where the reference is not the fastest
+    # library code; correctness is always against reference.py.
+    baseline_source: str = ""
+    seeds: int = 3
+    # aten ops beyond allocation, views, copies, fills and casts that this
+    # task lets a submission call (evaluator.harness.honesty.ALLOWED_OPS is the base list).
+    allowed_ops: tuple[str, ...] = ()
+    notes: str = ""
+    directory: str = ""
+
+    def workloads_for(self, mode: Mode) -> tuple[WorkloadSpec, ...]:
+        if mode is Mode.INTERPRET:
+            return tuple(w for w in self.workloads if w.role is WorkloadRole.CHECK)
+        return tuple(w for w in self.workloads if w.role is not WorkloadRole.CHECK)
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        try:
+            return self.tolerances[dtype]
+        except KeyError:
+            return self.tolerances["default"]
