@@ -1,5 +1,7 @@
 """factory_boy factories shared by the test suite (each engineer appends a section)."""
 
+from collections.abc import Iterable, Mapping
+
 import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -69,6 +71,35 @@ class WorkloadFactory(factory.django.DjangoModelFactory):
     flops_formula = "5 * rows * cols"
     bytes_formula = "2 * rows * cols * esize"
     position = factory.Sequence(lambda n: n)
+
+
+def task_with_workloads(
+    *,
+    timed: Iterable[str] | Mapping[str, dict] = ("bf16_4096x4096", "fp32_1024x50000"),
+    hidden: Iterable[str] = ("hidden_tail",),
+    checks: Iterable[str] = (),
+    hidden_checks: Iterable[str] = (),
+    **version_fields,
+) -> Task:
+    """A task whose current version (TaskVersionFactory with `version_fields`, `task__slug=`
+    and the like) has the named workloads: the timed ones, the hidden ones, then the check
+    workloads, public before hidden, at positions 0, 1, 2, … in that order.
+
+    The defaults are two timed workloads and one hidden, named as in the GPU verdict
+    fixture `gpu_verdict()` (tests/evaluator/test_baselines.py). `timed` may map each name
+    to its workload's own fields (`{"timed_a": {"flops": 10, "bytes": 20}}`).
+    """
+    version = TaskVersionFactory(**version_fields)
+    timed_fields = timed if isinstance(timed, Mapping) else {name: {} for name in timed}
+    rows = [
+        (name, {"role": Workload.Role.TIMED, **fields}) for name, fields in timed_fields.items()
+    ]
+    rows += [(name, {"role": Workload.Role.HIDDEN}) for name in hidden]
+    rows += [(name, {"role": Workload.Role.CHECK}) for name in checks]
+    rows += [(name, {"role": Workload.Role.CHECK, "hidden": True}) for name in hidden_checks]
+    for position, (name, fields) in enumerate(rows):
+        WorkloadFactory(version=version, name=name, position=position, **fields)
+    return version.task
 
 
 class GuidanceFactory(factory.django.DjangoModelFactory):

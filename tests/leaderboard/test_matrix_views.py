@@ -10,10 +10,9 @@ from tests.factories import (
     EvaluationFactory,
     RunFactory,
     SubmissionFactory,
-    TaskVersionFactory,
     UserFactory,
-    WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
@@ -21,12 +20,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def tasks():
-    versions = []
-    for position, slug in enumerate(("row_softmax", "layernorm_fwd")):
-        version = TaskVersionFactory(task__slug=slug, task__position=position)
-        WorkloadFactory(version=version, name="timed_a")
-        versions.append(version)
-    return [v.task for v in versions]
+    return [
+        task_with_workloads(task__slug=slug, task__position=position, timed=["timed_a"], hidden=[])
+        for position, slug in enumerate(("row_softmax", "layernorm_fwd"))
+    ]
 
 
 def kernel(run, task, *, status="correct", speedups=(2.0, 8.0), **extra):

@@ -15,10 +15,9 @@ from tests.factories import (
     EvaluationFactory,
     RunFactory,
     SubmissionFactory,
-    TaskVersionFactory,
     UserFactory,
-    WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def task():
-    version = TaskVersionFactory(task__slug="row_softmax", expert_source="class ModelNew: pass\n")
-    WorkloadFactory(version=version, name="bf16_4096x4096", role="timed", position=0)
-    WorkloadFactory(version=version, name="fp32_1024x50000", role="timed", position=1)
-    WorkloadFactory(version=version, name="hidden_tail", role="hidden", position=2)
-    return version.task
+    return task_with_workloads(task__slug="row_softmax", expert_source="class ModelNew: pass\n")
 
 
 def page(client, url):

@@ -6,26 +6,21 @@ import pytest
 from evaluator.services import evaluation_review
 from leaderboard.selectors import geometric_mean, task_ranking
 from scoring.services import scores_refresh
-from task_catalog.models import Workload
 from tests.factories import (
     EvaluationFactory,
     RunFactory,
     SubmissionFactory,
     TaskVersionFactory,
     UserFactory,
-    WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
 
 
 def make_task(*, timed=2):
-    version = TaskVersionFactory()
-    for i in range(timed):
-        WorkloadFactory(version=version, name=f"timed_{i}")
-    WorkloadFactory(version=version, name="secret", role=Workload.Role.HIDDEN)
-    return version.task
+    return task_with_workloads(timed=[f"timed_{i}" for i in range(timed)], hidden=["secret"])
 
 
 def evaluate(task, owner, speedups, **kwargs):

@@ -4,7 +4,8 @@ mode (the test settings run the queue synchronously), rendered, paired.
 The subject is the campaign's way through the portal, so every kernel is evaluated by
 the real evaluator on each task's smallest public and hidden check workload
 (tests/small_checks.py). The guided run's kernels are the catalog's experts, which
-tests/catalog evaluates on every check workload.
+tests/catalog evaluates on every check workload; the plain run's naive kernels are
+correct, only slow, but for the scan's off-by-one.
 """
 
 import json
@@ -88,10 +89,15 @@ def test_the_whole_example_pair_uploads_and_every_kernel_is_evaluated(
     assert {t for t, s in strong.items() if s != "missing"} == covered
     assert {strong[t] for t in covered} == {"correct"}
     # Every guided kernel is the catalog's expert: tests/catalog evaluates each on
-    # every check workload.
+    # every check workload. Every plain one is correct but for the scan's off-by-one
+    # (cross_entropy_fwd's came back incorrect once in CI: its 3-token check could
+    # leave one near-zero loss to carry the relative L2 norm, see its task.toml).
     guided_files = json.loads((EXAMPLE_DIR / "with_guidance" / "kernels.json").read_text())
     assert guided_files == {task: f"catalog/{task}/expert.py" for task in covered}
-    assert weak["prefix_scan"] == "incorrect"
+    naive = set(example_kernels(EXAMPLE_DIR / "without_guidance"))
+    assert {t: weak[t] for t in naive} == {
+        t: "incorrect" if t == "prefix_scan" else "correct" for t in naive
+    }
     assert {t for t, s in weak.items() if s == "missing"} - (set(weak) - covered) == {
         "flash_attention_fwd",
         "paged_attention_decode",

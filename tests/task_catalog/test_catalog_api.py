@@ -1,16 +1,14 @@
 import pytest
 
 from scoring.services import scores_refresh
-from task_catalog.models import Workload
 from tests.factories import (
     DesignPropertyFactory,
     EvaluationFactory,
     GuidanceFactory,
     SubmissionFactory,
-    TaskVersionFactory,
     UserFactory,
-    WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
@@ -18,14 +16,17 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def task():
-    version = TaskVersionFactory(task__slug="row_softmax", task__category="normalization")
-    WorkloadFactory(version=version, name="timed_a", flops=10, bytes=20)
-    WorkloadFactory(version=version, name="hidden_a", role=Workload.Role.HIDDEN)
-    WorkloadFactory(version=version, name="check_a", role=Workload.Role.CHECK)
-    WorkloadFactory(version=version, name="check_hidden", role=Workload.Role.CHECK, hidden=True)
-    GuidanceFactory(task=version.task, level="L2", depends_on=["L1"], text="Tile it.")
-    DesignPropertyFactory(task=version.task, key="tiling", level="L2")
-    return version.task
+    task = task_with_workloads(
+        task__slug="row_softmax",
+        task__category="normalization",
+        timed={"timed_a": {"flops": 10, "bytes": 20}},
+        hidden=["hidden_a"],
+        checks=["check_a"],
+        hidden_checks=["check_hidden"],
+    )
+    GuidanceFactory(task=task, level="L2", depends_on=["L1"], text="Tile it.")
+    DesignPropertyFactory(task=task, key="tiling", level="L2")
+    return task
 
 
 def test_task_list(client, task):

@@ -15,6 +15,7 @@ from tests.factories import (
     UserFactory,
     WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
@@ -22,11 +23,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def task():
-    version = TaskVersionFactory(task__slug="row_softmax", task__title="Row-wise softmax")
-    WorkloadFactory(version=version, name="bf16_4096x4096", role="timed", position=0)
-    WorkloadFactory(version=version, name="fp32_1024x50000", role="timed", position=1)
-    WorkloadFactory(version=version, name="hidden_tail", role="hidden", position=2)
-    return version.task
+    return task_with_workloads(task__slug="row_softmax", task__title="Row-wise softmax")
 
 
 # The fixture workloads run at 12.5 TFLOP/s and 3.25 TB/s: against these ceilings they

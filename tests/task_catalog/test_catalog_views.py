@@ -4,16 +4,14 @@ import pytest
 from django.urls import reverse
 
 from scoring.services import scores_refresh
-from task_catalog.models import Workload
 from tests.factories import (
     DesignPropertyFactory,
     EvaluationFactory,
     GuidanceFactory,
     SubmissionFactory,
-    TaskVersionFactory,
     UserFactory,
-    WorkloadFactory,
     WorkloadResultFactory,
+    task_with_workloads,
 )
 
 pytestmark = pytest.mark.django_db
@@ -21,26 +19,26 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def task():
-    version = TaskVersionFactory(
+    task = task_with_workloads(
         task__slug="row_softmax",
         task__title="Row-wise softmax",
         task__statement="Softmax of **each row**.\n\n<script>alert('x')</script>",
         reference_source="import torch\n\nclass Model(torch.nn.Module):\n    pass\n",
+        timed={"bf16_8192x1024": {"flops": 2.5e9, "bytes": 4e6}},
+        hidden=["hidden_big"],
+        hidden_checks=["check_hidden_small"],
     )
-    WorkloadFactory(version=version, name="bf16_8192x1024", flops=2.5e9, bytes=4e6)
-    WorkloadFactory(version=version, name="hidden_big", role=Workload.Role.HIDDEN)
-    WorkloadFactory(version=version, name="check_hidden_small", role="check", hidden=True)
-    GuidanceFactory(task=version.task, level="L1", text="Keep an *online* max.")
-    GuidanceFactory(task=version.task, level="L2", text="One row per program.", depends_on=["L1"])
-    DesignPropertyFactory(task=version.task, key="max_sub", level="L1", title="Max subtraction")
+    GuidanceFactory(task=task, level="L1", text="Keep an *online* max.")
+    GuidanceFactory(task=task, level="L2", text="One row per program.", depends_on=["L1"])
+    DesignPropertyFactory(task=task, key="max_sub", level="L1", title="Max subtraction")
     DesignPropertyFactory(
-        task=version.task,
+        task=task,
         key="online",
         level="L2",
         depends_on=["max_sub"],
         detector={"kind": "regex", "pattern": "x"},
     )
-    return version.task
+    return task
 
 
 def test_catalog_list_shows_tasks(client, task):
