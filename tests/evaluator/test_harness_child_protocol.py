@@ -17,14 +17,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness import judge, orchestrate, protocol, sandbox
+from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.spec import Mode
-from evaluator.harness.timing import (
-    AUDIT_SAMPLES,
-    FINGERPRINT_SAMPLES,
-    LAUNCH_COVER_US,
-    MAX_COVER_US,
-)
+from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
 from tests.evaluator import test_harness_baseline
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,13 +9,13 @@ import dataclasses
 import pytest
 
 from evaluator.harness import judge as judge_module
+from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.orchestrate import _decide
 from evaluator.harness.package import DEFAULT_CATALOG_DIR, load_task
 from evaluator.harness.protocol import Observed
 from evaluator.harness.sandbox import ChildRun
 from evaluator.harness.spec import Mode, Status, WorkloadResult, WorkloadRole
-from evaluator.harness.timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 
 TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
 SPEC = dataclasses.replace(TASK.workloads_for(Mode.INTERPRET)[0], bytes=1e9, flops=0.0)
