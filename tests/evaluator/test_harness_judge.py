@@ -291,6 +291,19 @@ def test_ops_beyond_glue_are_flagged_by_name_forbidden_ones_as_forbidden_op():
     assert seen.flags == []
 
 
+def test_pinning_a_pointer_table_is_not_a_compute_op():
+    # What fused_adamw's expert does on a GPU, every call: its table of
+    # tensor addresses, pinned in host memory and copied to the device without
+    # waiting. Flagged compute_op on the H200 before pinning counted as glue.
+    adamw = load_task(DEFAULT_CATALOG_DIR / "fused_adamw")
+    ops = ["aten::lift_fresh", "aten::pin_memory", "aten::_pin_memory", "aten::is_pinned"]
+    seen = Observed()
+    judge_module._judge_ops(
+        adamw, adamw.workloads[0], [*ops, "aten::_to_copy", "aten::copy_"], seen
+    )
+    assert seen.flags == []
+
+
 def test_only_kernels_the_submission_compiled_or_glue_may_run():
     source = (
         "@triton.jit\ndef _softmax_single_pass(x): ...\n"
