@@ -85,7 +85,7 @@ def factors(variant: str) -> set[str]:
 def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda") -> None:
     import torch
 
-    from evaluator.harness import honesty, timing
+    from evaluator.harness import fingerprints, honesty, timing
     from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 
     parts = factors(variant)
@@ -119,9 +119,9 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
             honesty.poison_allocator(device, sum(a.numel() * a.element_size() for a in args))
         (start, end), out = timing.timed_call(model, args, flusher)
         if expert and "fingerprint" in parts:
-            timing.fingerprint(as_tuple(out), seed=7)
+            fingerprints.fingerprint(as_tuple(out), seed=7)
             timing.synchronize()
-            timing.fingerprint(as_tuple(out), seed=7)
+            fingerprints.fingerprint(as_tuple(out), seed=7)
         return timing.elapsed_ms(start, end)
 
     if "history" in parts:

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from evaluator.harness import honesty, timing
+from evaluator.harness import fingerprints, honesty, timing
 from evaluator.harness.job import Job, TimingSettings
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 
@@ -313,22 +313,24 @@ class Child:
                     if persisting and not self.l2_reported:
                         self.l2_reported = True
                         self.chan.send("l2_persistence", workload=name, bytes=persisting)
-                    # Copied straight after the call's own stream finished, and
-                    # sampled again once the whole device has: work left
-                    # running on another stream or thread changes the output in
-                    # between. The positions' seed is asked for only now, after
-                    # the call returned.
-                    early = tuple(o.detach().clone() for o in as_tuple(out))
+                    # Every output's norm is queued straight after the call's
+                    # own stream finished, the sampled values are gathered
+                    # behind it, and both are read again once the whole device
+                    # has finished: work left running on another stream or
+                    # thread changes an output in between. The positions' seed
+                    # is asked for only now, after the call returned.
+                    outputs = as_tuple(out)
+                    early_norms = fingerprints.output_norms(outputs)
                     sample_seed = self.chan.seed(name, "sample")
-                    fp = timing.fingerprint(early, seed=sample_seed)
-                    del early
+                    early = fingerprints.read(outputs, seed=sample_seed, norms=early_norms)
+                    fp = early.fingerprint
                     prints.append({"seed": seed, "sample_seed": sample_seed, "fp": fp})
                     self.sync()
-                    settled = timing.fingerprint(as_tuple(out), seed=sample_seed)
-                    if json.dumps(settled) != json.dumps(fp) and not self.escape_reported:
+                    settled = fingerprints.read(outputs, seed=sample_seed)
+                    if not settled.same_as(early) and not self.escape_reported:
                         self.escape_reported = True
                         self.chan.send("escaped", workload=name, call=call)
-                    del out
+                    del out, outputs, early_norms
                 self.sync()
                 # Whether an audit follows this call is the parent's secret until now.
                 if not self.clean and self.chan.ask("audit", workload=name, call=call)["audit"]:
@@ -468,7 +470,9 @@ class Child:
         _, out = self._invoke(sub, inputs, flusher=flusher, staged=staged, recorder=recorder)
         self.sync()
         sample_seed = self.chan.seed(name, "sample")
-        fp = timing.fingerprint(as_tuple(out), seed=sample_seed, samples=timing.AUDIT_SAMPLES)
+        fp = fingerprints.fingerprint(
+            as_tuple(out), seed=sample_seed, samples=fingerprints.AUDIT_SAMPLES
+        )
         return {
             "seed": seed,
             "sample_seed": sample_seed,
@@ -520,7 +524,7 @@ class Child:
         prints = []
         for seed, out in zip(seeds, outs, strict=True):
             sample_seed = self.chan.seed(name, "sample")
-            fp = timing.fingerprint(as_tuple(out), seed=sample_seed)
+            fp = fingerprints.fingerprint(as_tuple(out), seed=sample_seed)
             prints.append({"seed": seed, "sample_seed": sample_seed, "fp": fp})
         return prints
 

@@ -89,6 +89,9 @@ class PatchGuard:
 # flagged `compute_op` by name, unless the task's `allowed_ops` adds it.
 # Factory and metadata ops Triton's launcher and interpreter make (empty,
 # strides, device moves) are in the list; arithmetic and reductions are not.
+# Pinning a host tensor is a copy into page-locked memory (and `is_pinned` a
+# query): a multi-tensor kernel pins its pointer table to copy it to the
+# device without making the host wait for the stream.
 _GLUE_OPS = """
     empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros
     ones ones_like new_ones full full_like new_full scalar_tensor lift_fresh lift_fresh_copy
@@ -99,6 +102,7 @@ _GLUE_OPS = """
     swapaxes resolve_conj resolve_neg _conj conj numpy_T mT unfold
     copy_ _copy_from _copy_from_and_resize clone to _to_copy _to_dense type_as fill_ zero_
     _local_scalar_dense item _has_compatible_shallow_copy_type record_stream
+    pin_memory _pin_memory is_pinned
 """
 ALLOWED_OPS = frozenset(f"aten::{name}" for name in _GLUE_OPS.split())
 

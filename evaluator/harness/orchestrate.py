@@ -114,8 +114,7 @@ def evaluate(
         plan = dealer.record()
         if plan_sink is not None:
             plan_sink.append(plan)
-        seen = protocol.collect(run.messages, plan, run.bad_messages)
-        seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
+        seen = _collect(run, plan, dealer)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
         if mode is Mode.CUDA:
@@ -184,6 +183,25 @@ class Phases:
             self.seconds[name] = round(time.monotonic() - started, 2)
 
 
+def _collect(run: sandbox.ChildRun, plan: Plan, dealer: protocol.Dealer) -> Observed:
+    """What the child reported, read against the plan, with what its channel showed as flags."""
+    seen = protocol.collect(run.messages, plan, run.bad_messages)
+    seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
+    if run.killed_for == "result_channel":
+        seen.flags.append(
+            protocol.flag(
+                "result_channel",
+                f"the child wrote more than {_channel_cap()} to the result pipe and was killed "
+                "(an honest evaluation writes a few MiB)",
+            )
+        )
+    return seen
+
+
+def _channel_cap() -> str:
+    return f"{sandbox.MAX_CHANNEL_BYTES / 2**20:g} MiB"
+
+
 def _census(pids: set[int], seen: Observed) -> None:
     """More than one process of the submission held the GPU: work the events could not see.
 
@@ -223,6 +241,11 @@ def _decide(
         killed = Status.OUT_OF_MEMORY, f"killed for using {gib:.1f} GiB of host memory"
     elif run.killed_for == "processes":
         killed = Status.RUNTIME_ERROR, "killed for starting too many processes"
+    elif run.killed_for == "result_channel":
+        killed = (
+            Status.RUNTIME_ERROR,
+            f"killed for writing more than {_channel_cap()} to the result pipe",
+        )
     if seen.flags:
         checks = sorted({f["check"] for f in seen.flags})
         message = "honesty check fired: " + ", ".join(checks)
@@ -446,7 +469,7 @@ def _clean_reference_times(
         task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
         clean=True, log_name="clean.log",
     )  # fmt: skip
-    seen = protocol.collect(run.messages, dealer.record(), run.bad_messages)
+    seen = _collect(run, dealer.record(), dealer)
     medians: dict[str, float] = {}
     for name, msg in seen.timings.items():
         times = msg.get("ref_ms")

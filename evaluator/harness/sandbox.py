@@ -19,6 +19,7 @@ every process the child left behind (it is a child subreaper).
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -42,16 +43,28 @@ SANDBOX_PACKAGES = ("evaluator", "taskformat")
 SANDBOX_ROOT = "/d2k"
 SANDBOX_WORK = f"{SANDBOX_ROOT}/work"
 SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The result pipe's caps. An honest child's longest line is a timed workload's
+# report: a fingerprint of about 1 KB for each of up to 400 timed and 200
+# batch calls and four audit fingerprints of about 25 KB, under 1 MB. All it
+# writes for one timed workload (that report, about four requests of 100
+# bytes per timed call, the batch's requests) is about 1 MB, so even the
+# catalog's 85 timed workloads in one evaluation would come to under 100 MB.
+# A longer line is one malformed message, skipped; past the total the child
+# is killed at once (`result_channel`), before it can make the parent read
+# on, or leave a request unanswered until the time limit.
+MAX_LINE_BYTES = 16 * 2**20
+MAX_CHANNEL_BYTES = 256 * 2**20
 
 
 @dataclass
 class ChildRun:
     returncode: int | None
-    killed_for: str = ""  # "", "timeout", "memory", "processes"
+    killed_for: str = ""  # "", "timeout", "memory", "processes", "result_channel"
     wall_seconds: float = 0.0
     messages: list[tuple[float, dict]] = field(default_factory=list)
     bad_messages: int = 0
+    # Every byte the child wrote to the result pipe, as read.
+    channel_bytes: int = 0
     peak_rss_bytes: int = 0
     log: str = ""
     isolation: str = ""
@@ -283,6 +296,9 @@ class _Reader(threading.Thread):
 
     A request (`{"event": "ask", ...}`) is answered at once on the reply pipe
     by `answer` (the orchestrator's Dealer), in the order the requests came.
+    A line longer than MAX_LINE_BYTES is one malformed message, skipped to
+    its end. Past MAX_CHANNEL_BYTES in all, the reader stops and sets
+    `flooded`: run_child kills the child at once.
     """
 
     def __init__(
@@ -291,13 +307,19 @@ class _Reader(threading.Thread):
         super().__init__(daemon=True)
         self.fd, self.sink = fd, sink
         self.answer, self.reply_fd = answer, reply_fd
+        self.flooded = threading.Event()
+        self._line = bytearray()
+        self._skipping = False  # inside a line past MAX_LINE_BYTES
 
     def _reply(self, message: dict) -> None:
         if self.answer is None or self.reply_fd is None:
             return
-        import json
-
-        data = (json.dumps(self.answer(message)) + "\n").encode()
+        try:
+            answer = self.answer(message)
+        except Exception as exc:  # a request the Dealer cannot read: refused, never left hanging
+            self.sink.bad_messages += 1
+            answer = {"error": f"an unreadable request ({type(exc).__name__})"}
+        data = (json.dumps(answer) + "\n").encode()
         try:
             while data:
                 data = data[os.write(self.reply_fd, data) :]
@@ -305,30 +327,47 @@ class _Reader(threading.Thread):
             pass  # the child is gone
 
     def run(self) -> None:
-        import json
-
-        buffer = b""
-        total = 0
         with os.fdopen(self.fd, "rb", buffering=0) as stream:
             while chunk := stream.read(65536):
-                total += len(chunk)
-                if total > MAX_MESSAGE_BYTES:
+                self.sink.channel_bytes += len(chunk)
+                if self.sink.channel_bytes > MAX_CHANNEL_BYTES:
+                    self.flooded.set()
+                    return
+                self._take(chunk)
+
+    def _take(self, chunk: bytes) -> None:
+        """Add `chunk` to the line being read, and handle each line it completes."""
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end == -1 else chunk[start:end]
+            if not self._skipping:
+                if len(self._line) + len(piece) > MAX_LINE_BYTES:
                     self.sink.bad_messages += 1
-                    continue
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    stamp = time.monotonic()
-                    try:
-                        message = json.loads(line)
-                        if not isinstance(message, dict):
-                            raise ValueError("not an object")
-                        self.sink.messages.append((stamp, message))
-                    except ValueError:
-                        self.sink.bad_messages += 1
-                        continue
-                    if message.get("event") == "ask":
-                        self._reply(message)
+                    self._skipping = True
+                    self._line.clear()
+                else:
+                    self._line += piece
+            if end == -1:
+                return
+            if not self._skipping:
+                self._handle(bytes(self._line))
+            self._line.clear()
+            self._skipping = False
+            start = end + 1
+
+    def _handle(self, line: bytes) -> None:
+        stamp = time.monotonic()
+        try:
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                raise ValueError("not an object")
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
+            self.sink.bad_messages += 1
+            return
+        self.sink.messages.append((stamp, message))
+        if message.get("event") == "ask":
+            self._reply(message)
 
 
 def run_child(
@@ -384,7 +423,9 @@ def run_child(
             result.pids.update(tree)
             rss = proctree.memory_bytes(tree)
             result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
-            if elapsed > limits.timeout_s:
+            if reader.flooded.is_set():
+                result.killed_for = "result_channel"
+            elif elapsed > limits.timeout_s:
                 result.killed_for = "timeout"
             elif rss > limits.memory_bytes:
                 result.killed_for = "memory"
@@ -393,7 +434,8 @@ def run_child(
             if result.killed_for:
                 proctree.kill_tree(proc, tree)
                 break
-            time.sleep(0.05 if elapsed < 2 else 0.2)
+            # A flood on the result pipe wakes the watch at once.
+            reader.flooded.wait(0.05 if elapsed < 2 else 0.2)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

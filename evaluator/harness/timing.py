@@ -1,4 +1,4 @@
-"""Device timing helpers and output fingerprints (used inside the child process).
+"""Device timing helpers (used inside the child process).
 
 Protocol (docs/evaluator.md, Timing): every timed call gets freshly generated
 inputs, the L2 cache is flushed and persisting L2 lines are reset before it,
@@ -222,43 +222,6 @@ def _load_cudart() -> ctypes.CDLL | None:
         except (OSError, AttributeError):
             continue
     return None
-
-
-FINGERPRINT_SAMPLES = 32
-# An audit call (Child._audit_call) is sampled more densely: the part of a
-# call that ran ahead of its inputs may be a small share of the output.
-AUDIT_SAMPLES = 1024
-
-
-def sample_positions(
-    numel: int, *, seed: int, device: torch.device, samples: int = FINGERPRINT_SAMPLES
-) -> torch.Tensor:
-    generator = torch.Generator(device=device)
-    generator.manual_seed(seed)
-    count = min(samples, numel)
-    return torch.randint(0, max(numel, 1), (count,), generator=generator, device=device)
-
-
-def fingerprint(
-    outputs: Sequence[torch.Tensor], *, seed: int, samples: int = FINGERPRINT_SAMPLES
-) -> list[dict]:
-    """A few values of each output at secret positions, and its count of non-finite values.
-
-    Cheap to take after every timed call, and a stale, skipped or half-done
-    output cannot match the reference at 32 random places by chance.
-    """
-    prints = []
-    for index, out in enumerate(outputs):
-        flat = out.detach().reshape(-1)
-        positions = sample_positions(
-            flat.numel(), seed=seed + index, device=flat.device, samples=samples
-        )
-        values = flat[positions]
-        floating = flat.is_floating_point() or flat.is_complex()
-        nonfinite = int((~torch.isfinite(flat)).sum().item()) if floating else 0
-        listed = values.double().tolist() if floating else values.to(torch.int64).tolist()
-        prints.append({"values": listed, "nonfinite": nonfinite, "numel": flat.numel()})
-    return prints
 
 
 def summarize(times_ms: Sequence[float]) -> tuple[float, float, float]:

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from evaluator.harness import orchestrate, sandbox
+from evaluator.harness import orchestrate
 from evaluator.harness.protocol import Observed
-from taskformat.package import DEFAULT_CATALOG_DIR
+from tests.evaluator.test_harness_sandbox import run_script
 
 
 def test_one_process_on_the_gpu_is_the_child_and_no_flag():
@@ -24,14 +24,6 @@ def test_a_second_process_on_the_gpu_is_flagged():
 def test_the_sandbox_remembers_every_process_of_the_tree(tmp_path: Path):
     # The child starts a helper that lives a moment: the census needs its id.
     helper = "import subprocess; subprocess.run(['sleep', '0.6'], check=True)"
-    run = sandbox.run_child(
-        python_args=["-c", helper],
-        workdir=tmp_path,
-        task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
-        limits=sandbox.Limits(timeout_s=30),
-        log_path=tmp_path / "child.log",
-        gpu=False,
-    )
+    run = run_script(helper, tmp_path)
     assert run.returncode == 0, (tmp_path / "child.log").read_text()
     assert len(run.pids) >= 2

@@ -13,23 +13,30 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from evaluator.harness import judge, orchestrate, protocol, sandbox
-from evaluator.harness.timing import (
-    AUDIT_SAMPLES,
-    FINGERPRINT_SAMPLES,
-    LAUNCH_COVER_US,
-    MAX_COVER_US,
-)
+from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
+from evaluator.harness.job import Plan
+from evaluator.harness.spec import Status
+from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
-from taskformat.spec import Mode
+from taskformat.spec import Mode, TaskSpec
 from tests.evaluator import test_harness_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
+
+
+class FakeCudaRun(NamedTuple):
+    task: TaskSpec
+    plan: Plan
+    seen: protocol.Observed
+    log: str
+    run: sandbox.ChildRun
 
 
 def run_child_with_fake_cuda(
@@ -38,14 +45,15 @@ def run_child_with_fake_cuda(
     submission: Path | None,
     baseline: Path | None = None,
     clean: bool = False,
+    task: TaskSpec | None = None,
     **timing,
-):
-    """The child's cuda-mode flow over two check workloads; returns (task, plan, seen, log).
+) -> FakeCudaRun:
+    """The child's cuda-mode flow over two check workloads (of `task`, else the catalog's).
 
     The parent's side is the orchestrator's own: a Dealer answers the
     child's requests through the sandbox's reader, and `plan` is its record.
     """
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = task or load_task(DEFAULT_CATALOG_DIR / slug)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
     settings = orchestrate.timing_settings(
         {"warmup_s": 0.0, "max_calls": 4, "budget_s": 0.1, "batch_ms": 1.0, **timing}
@@ -101,12 +109,12 @@ def run_child_with_fake_cuda(
     plan = dealer.record()
     seen = protocol.collect(run.messages, plan, run.bad_messages)
     seen.flags += [protocol.flag("result_channel", problem) for problem in dealer.problems]
-    return task, plan, seen, log
+    return FakeCudaRun(task, plan, seen, log, run)
 
 
 def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
-    task, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert)
+    task, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", expert)
     checks = task.workloads_for(Mode.INTERPRET)[:2]
     assert seen.flags == [], (seen.flags, log[-3000:])
     assert seen.done and seen.error is None
@@ -125,7 +133,7 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     # batch's untimed warm-up pass rotated the inputs that the timed pass then
     # rotated again. Every timed, batch and audit output must match its own inputs.
     expert = DEFAULT_CATALOG_DIR / "rotary_embedding" / "expert.py"
-    task, plan, seen, log = run_child_with_fake_cuda(tmp_path, "rotary_embedding", expert)
+    task, plan, seen, log, _ = run_child_with_fake_cuda(tmp_path, "rotary_embedding", expert)
     assert task.inplace
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     reference = judge._Reference(task, Mode.INTERPRET)
@@ -150,7 +158,7 @@ def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
     # timeout, not a flag). The harness times through the primitives it took
     # before the import, so the patch is flagged and changes no figure.
     kernel = ROOT / "tests" / "exploits" / "kernels" / "17_elapsed_time_near_zero.py"
-    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", kernel)
+    _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", kernel)
     assert seen.done, log[-3000:]
     assert {f["check"] for f in seen.flags} == {"monkeypatch"}
     for name, timing in seen.timings.items():
@@ -164,7 +172,7 @@ def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):
     baseline = tmp_path / "baseline.py"
     baseline.write_text(test_harness_baseline.BASELINE)
     expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
-    _, _, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, baseline)
+    _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, baseline)
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     assert "D2K-BASELINE-CALLED" in log
     assert all(timing["ref_ms"] for timing in seen.timings.values())
@@ -173,8 +181,47 @@ def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):
 def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tmp_path):
     # The clean run behind reference_tampering: no submission file at all,
     # the reference timed with the same protocol, one report per workload.
-    _, plan, seen, log = run_child_with_fake_cuda(tmp_path, "row_softmax", None, clean=True)
+    _, plan, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", None, clean=True)
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     assert [kind for kind, _ in plan.steps] == ["time", "time"]
     for timing in seen.timings.values():
         assert 1 <= len(timing["ref_ms"]) <= 4 and "sub_ms" not in timing
+
+
+def adamw_task(*layers: int) -> TaskSpec:
+    """fused_adamw with one check workload per layer count: 9 tensors a layer, plus 2."""
+    task = load_task(DEFAULT_CATALOG_DIR / "fused_adamw")
+    check = task.workloads_for(Mode.INTERPRET)[0]
+    shape = {"vocab": 64, "hidden": 8, "ffn": 16, "kv": 4}
+    return dataclasses.replace(
+        task,
+        workloads=tuple(
+            dataclasses.replace(check, name=f"layers_{n}", params={**shape, "layers": n})
+            for n in layers
+        ),
+    )
+
+
+def test_hundreds_of_outputs_cost_the_result_pipe_no_more_per_timed_call(tmp_path):
+    # On the H200, fused_adamw's expert returns ~650 tensors per call: the
+    # fingerprints then filled the result pipe past its cap, the child's
+    # requests went unanswered, and the run was killed at the time limit.
+    # Here 6 outputs against 600, through the whole cuda-mode flow and the judge.
+    expert = DEFAULT_CATALOG_DIR / "fused_adamw" / "expert.py"
+    task, plan, seen, log, run = run_child_with_fake_cuda(
+        tmp_path, "fused_adamw", expert, task=adamw_task(0, 22)
+    )
+    assert seen.flags == [] and seen.done and run.bad_messages == 0, (seen.flags, log[-3000:])
+    results = judge.judge(task, Mode.INTERPRET, plan, seen, tmp_path, {}, source=expert.read_text())
+    assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], results
+    assert seen.flags == []  # no compute_op: the ops of every checked and audit call are glue
+
+    def per_call(name: str) -> list[int]:
+        timing = seen.timings[name]
+        return [len(json.dumps(item)) for item in timing["prints"] + timing["batch_prints"]]
+
+    few, many = per_call("layers_0"), per_call("layers_22")
+    assert max(many) < 1500 and max(many) < 1.25 * max(few) + 100, (few, many)
+    audits = [len(json.dumps(a)) for a in seen.timings["layers_22"]["audit_prints"]]
+    assert max(audits) < 40_000, audits
+    assert run.channel_bytes < sandbox.MAX_CHANNEL_BYTES / 100, run.channel_bytes

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from evaluator.harness.compare import compare_tensor
-from evaluator.harness.timing import fingerprint
+from evaluator.harness.fingerprints import fingerprint
 from taskformat.spec import Tolerance
 
 TOL = Tolerance(atol=1e-3, rtol=1e-2, rel_l2=1e-2)
@@ -67,13 +67,15 @@ def test_integer_outputs_must_match_exactly():
 
 def test_fingerprints_sample_the_same_positions_for_the_same_seed():
     r = ref()
-    first, again = fingerprint([r], seed=1234)[0], fingerprint([r.clone()], seed=1234)[0]
+    first, again = fingerprint([r], seed=1234), fingerprint([r.clone()], seed=1234)
     assert first == again
     assert len(first["values"]) == 32 and first["numel"] == r.numel()
-    assert fingerprint([r], seed=99)[0]["values"] != first["values"]
+    assert fingerprint([r], seed=99)["values"] != first["values"]
 
 
-def test_fingerprint_counts_non_finite_values():
+def test_fingerprint_counts_the_outputs_holding_non_finite_values():
     r = ref()
     r[0, 0] = math.nan
-    assert fingerprint([r], seed=1)[0]["nonfinite"] == 1
+    other = ref()
+    other[3, 3] = math.inf
+    assert fingerprint([r, ref(), other], seed=1)["nonfinite_outputs"] == 2

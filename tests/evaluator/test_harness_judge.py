@@ -9,12 +9,12 @@ import dataclasses
 import pytest
 
 from evaluator.harness import judge as judge_module
+from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.orchestrate import _decide
 from evaluator.harness.protocol import Observed
 from evaluator.harness.sandbox import ChildRun
 from evaluator.harness.spec import Status, WorkloadResult
-from evaluator.harness.timing import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode, WorkloadRole
 
@@ -289,6 +289,19 @@ def test_ops_beyond_glue_are_flagged_by_name_forbidden_ones_as_forbidden_op():
     allowing = dataclasses.replace(TASK, allowed_ops=("aten::exp", "aten::sum"))
     seen = Observed()
     judge_module._judge_ops(allowing, SPEC, ["aten::exp", "aten::sum"], seen)
+    assert seen.flags == []
+
+
+def test_pinning_a_pointer_table_is_not_a_compute_op():
+    # What fused_adamw's expert does on a GPU, every call: its table of
+    # tensor addresses, pinned in host memory and copied to the device without
+    # waiting. Flagged compute_op on the H200 before pinning counted as glue.
+    adamw = load_task(DEFAULT_CATALOG_DIR / "fused_adamw")
+    ops = ["aten::lift_fresh", "aten::pin_memory", "aten::_pin_memory", "aten::is_pinned"]
+    seen = Observed()
+    judge_module._judge_ops(
+        adamw, adamw.workloads[0], [*ops, "aten::_to_copy", "aten::copy_"], seen
+    )
     assert seen.flags == []
 
 

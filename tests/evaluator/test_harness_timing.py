@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evaluator.harness import timing
+from evaluator.harness import fingerprints, timing
 from evaluator.harness.child import Child
 from evaluator.harness.job import TimingSettings
 
@@ -167,7 +167,6 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase, audits=()) -> 
     from evaluator.harness import honesty
 
     monkeypatch.setattr(timing, "elapsed_ms", lambda start, end: end - start)
-    monkeypatch.setattr(timing, "fingerprint", lambda outputs, seed, samples=32: [])
     monkeypatch.setattr(honesty, "poison_allocator", lambda device, nbytes: None)
     child = Child.__new__(Child)
     child.job = SimpleNamespace(timing=TimingSettings().with_overrides(timing_cfg))
@@ -288,7 +287,8 @@ def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkey
     assert child.time_workload(WORKLOAD, flusher)
     [(_, fields)] = sent
     [audit] = fields["audit_prints"]
-    assert audit["seed"] == 77 and audit["fp"] == []
+    # Sampled from the output of the real inputs (77 * 3), not the decoy's.
+    assert audit["seed"] == 77 and audit["fp"]["values"] == [231.0, 231.0]
     # The positions it is sampled at are drawn after it returned, and its ops were recorded.
     assert audit["sample_seed"] not in (77, 5) and "aten::mul" in audit["ops"]
     # Timed calls 1 and 2 (seeds 2 and 3), the audit, then timed call 3.
@@ -301,3 +301,36 @@ def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypa
     fields = _time_stub_calls(monkeypatch, cfg, audits=[(1, 8, 9), (4, 6, 9)])
     assert len(fields["sub_ms"]) == 2
     assert [a["seed"] for a in fields["audit_prints"]] == [8, 6]
+
+
+def _escape_child(monkeypatch, out: torch.Tensor, finish) -> tuple[Child, list]:
+    """A child timing a submission that returns `out`; `finish` runs at the first device sync."""
+    monkeypatch.setattr(
+        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), model())
+    )
+    sent: list = []
+    cfg = {"phases": 1, "max_calls": 2, "budget_s": 60.0}
+    models = (lambda: out, lambda: None, {"sub": 1, "ref": 1})
+    child = _fake_child(monkeypatch, cfg, sent, lambda w, c, first: models)
+    pending = [finish]
+    child.sync = lambda: pending and pending.pop()()
+    return child, sent
+
+
+def test_an_output_that_changes_after_the_call_s_own_stream_is_escaped_work(monkeypatch):
+    # Work left on another stream finishes when the device is synchronised:
+    # one element of 100 000 changes, at none of the sampled positions. The
+    # output's norm, queued right after the call, sees it.
+    out = torch.ones(100_000)
+    assert 12345 not in fingerprints.sample_positions(out.numel(), seed=2)
+    child, sent = _escape_child(monkeypatch, out, lambda: out.__setitem__(12345, 2.0))
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    assert [event for event, _ in sent] == ["escaped", "timing"]
+    assert sent[0][1] == {"workload": "w", "call": 1}
+
+
+def test_an_output_finished_within_its_own_stream_is_not_escaped_work(monkeypatch):
+    out = torch.ones(100_000)
+    child, sent = _escape_child(monkeypatch, out, lambda: None)
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    assert [event for event, _ in sent] == ["timing"]
