@@ -288,26 +288,19 @@ def failure_note(text: str) -> str:
 BUILD_FOLDERS = (".triton", ".torch_extensions")
 
 
-def keep_builds(workdir: Path, builds: Path) -> None:
-    """Move the child's compile caches out of `workdir` into `builds`, before it is removed.
+def take_builds(source: Path | None, workdir: Path) -> None:
+    """Move the compile caches of the scratch folder `source` into `workdir`.
 
-    Renamed, never copied or followed: a link the submission left there is
-    moved as a link and stays one.
+    Renamed, never copied or followed: a link the submission left in
+    `source` stays there.
     """
-    for name in BUILD_FOLDERS:
-        source = workdir / name
-        if source.is_dir() and not source.is_symlink():
-            with contextlib.suppress(OSError):
-                os.rename(source, builds / name)
-
-
-def _take_builds(builds: Path | None, workdir: Path) -> None:
-    if builds is None:
+    if source is None:
         return
     for name in BUILD_FOLDERS:
-        if (builds / name).is_dir():
+        folder = source / name
+        if folder.is_dir() and not folder.is_symlink():
             with contextlib.suppress(OSError):
-                os.rename(builds / name, workdir / name)
+                os.rename(folder, workdir / name)
 
 
 def find_ncu(path: str) -> str | None:
@@ -363,8 +356,8 @@ def profile(
     note says why. A failure of the pass is only a note. `csv_sink`, if
     given, receives what ncu wrote (its table) and the child's log, as they
     were, whether or not they could be read (bench/counters_table.py).
-    `builds`, if given, holds the evaluation's compile caches (keep_builds):
-    the pass takes them over.
+    `builds`, if given, is the timed child's scratch folder: the pass takes
+    its compile caches over (take_builds).
     """
     if mode is not Mode.CUDA:
         return results, "not read: interpret mode runs no GPU kernel"
@@ -420,7 +413,7 @@ def _profiling_pass(
     dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
     workdir = Path(tempfile.mkdtemp(prefix="d2k-counters-"))
     workdir.chmod(0o777)  # the sandboxed uid writes here
-    _take_builds(builds, workdir)
+    take_builds(builds, workdir)
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-task-"))
     try:
         reference = Path(task.directory) / "reference.py"

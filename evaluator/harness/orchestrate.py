@@ -94,10 +94,12 @@ def evaluate(
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
     workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-task-"))
-    # The child's compile caches, kept for the counters pass of the same source.
-    builds = Path(tempfile.mkdtemp(prefix="d2k-builds-"))
     phases = Phases()
-    try:
+    with contextlib.ExitStack() as cleanup:
+        # The scratch folder lives until the counters pass has taken its compile caches.
+        if not keep_workdir:
+            cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
+        cleanup.callback(shutil.rmtree, public_dir, ignore_errors=True)
         _public_package(task, public_dir)
         log_path = workdir / "child.log"
         dealer = dealer_for(
@@ -138,16 +140,9 @@ def evaluate(
             env_info["clean_reference"] = dataclasses.asdict(clean)
             seen.flags += reference_tampering(results, clean)
             results = with_clean_reference(results, clean)
-        if not keep_workdir:
-            counters.keep_builds(workdir, builds)
-    finally:
-        if not keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
-        shutil.rmtree(public_dir, ignore_errors=True)
-    for name in honesty.tampering_names(source):
-        seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
-    status, message = _decide(run, seen, results, len(workloads), task=task)
-    try:
+        for name in honesty.tampering_names(source):
+            seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
+        status, message = _decide(run, seen, results, len(workloads), task=task)
         with phases("counters"):
             results, env_info["counters"] = counters.profile(
                 task=task,
@@ -158,10 +153,9 @@ def evaluate(
                 enabled=read_counters,
                 timeout_s=min(timeout_s, counters.PROFILE_TIMEOUT_S),
                 memory_bytes=memory_bytes,
-                builds=builds,
+                # A kept scratch folder keeps its caches too.
+                builds=None if keep_workdir else workdir,
             )
-    finally:
-        shutil.rmtree(builds, ignore_errors=True)
     env_info["phase_seconds"] = phases.seconds
     flags = redact.flags(task, seen.flags)
     verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)

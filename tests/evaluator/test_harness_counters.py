@@ -348,18 +348,18 @@ def test_a_timed_results_counters_travel_in_the_verdict_json():
     assert unread.to_dict()["counters"] is None
 
 
-def test_the_childs_compile_caches_move_out_before_its_folder_goes(tmp_path):
-    workdir, builds, elsewhere = tmp_path / "work", tmp_path / "builds", tmp_path / "elsewhere"
-    for folder in (workdir / ".triton" / "abc", builds, elsewhere):
+def test_the_counters_pass_takes_the_childs_compile_caches_and_no_link(tmp_path):
+    workdir, counted, elsewhere = tmp_path / "work", tmp_path / "counted", tmp_path / "elsewhere"
+    for folder in (workdir / ".triton" / "abc", counted, elsewhere):
         folder.mkdir(parents=True)
     (workdir / ".triton" / "abc" / "kernel.cubin").write_bytes(b"\x7fELF")
     (workdir / ".torch_extensions").symlink_to(elsewhere)
-    counters.keep_builds(workdir, builds)
-    assert (builds / ".triton" / "abc" / "kernel.cubin").read_bytes() == b"\x7fELF"
+    counters.take_builds(workdir, counted)
+    assert (counted / ".triton" / "abc" / "kernel.cubin").read_bytes() == b"\x7fELF"
     assert not (workdir / ".triton").exists()
     # A link the submission left is never followed nor taken along.
     assert (workdir / ".torch_extensions").is_symlink()
-    assert not (builds / ".torch_extensions").exists()
+    assert not (counted / ".torch_extensions").exists()
 
 
 LISTING_NCU = """#!/bin/sh
