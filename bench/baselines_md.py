@@ -22,13 +22,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluator.harness.spec import environment_gpu
-from leaderboard.catalog_bar import BarWorkload, catalog_bar, ceilings_from_environment
+from leaderboard.catalog_bar import (
+    BarWorkload,
+    catalog_bar,
+    ceilings_from_environment,
+    compute_bound,
+)
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
-# Below this many FLOP a byte in every timed workload a task is memory-bound on an
-# H200 by a wide margin (its fp32 ridge, 67 TFLOP/s over 4.8 TB/s, is 14).
-MEMORY_BOUND_FLOP_PER_BYTE = 10.0
 ENV_FIELDS = (
     ("GPU", "gpu"),
     ("Driver", "driver"),
@@ -119,15 +121,10 @@ def catalog_slugs() -> list[str]:
 
 
 def memory_bound(verdict: dict[str, Any]) -> bool:
-    """Every public timed workload does fewer than MEMORY_BOUND_FLOP_PER_BYTE FLOP a byte."""
-    workloads = public_timed(verdict)
-    intensities = []
-    for w in workloads:
-        tflops, tbps = w.get("achieved_tflops"), w.get("achieved_tbps")
-        if not isinstance(tbps, int | float) or tbps <= 0:
-            return False
-        intensities.append((tflops or 0.0) / tbps)
-    return bool(intensities) and all(i < MEMORY_BOUND_FLOP_PER_BYTE for i in intensities)
+    """No public timed workload is bound by its FLOPs: the catalog bar's memory-bound task."""
+    workloads = [BarWorkload.from_mapping(w) for w in public_timed(verdict)]
+    ceilings = ceilings_from_environment(verdict.get("environment"))
+    return bool(workloads) and compute_bound(workloads, ceilings) is False
 
 
 def traffic_section(measured: dict[str, Any]) -> list[str]:
@@ -136,8 +133,8 @@ def traffic_section(measured: dict[str, Any]) -> list[str]:
         "",
         "## DRAM traffic of the memory-bound experts",
         "",
-        "Tasks whose every timed workload does under "
-        f"{MEMORY_BOUND_FLOP_PER_BYTE:.0f} FLOP a byte. Minimum: the workload's `bytes` formula "
+        "Tasks none of whose timed workloads is bound by its FLOPs at the measured ceilings "
+        "(the memory-bound tasks of the catalog's bar). Minimum: the workload's `bytes` formula "
         "(each input read and each output written once). Read: DRAM bytes read during the "
         "call's kernels. Written: the larger of the DRAM bytes written and the bytes the SMs "
         "wrote into the L2 (ncu flushes the caches before each kernel, not after, so writes "

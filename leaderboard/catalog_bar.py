@@ -106,14 +106,14 @@ def catalog_bar(
         f" (`{timed_against}`)" if timed_against else ""
     )
     largest = _largest_sol(workloads, ceilings)
-    compute_bound = _compute_bound(workloads, ceilings)
-    if compute_bound is None or largest is None:
+    bound_by_flops = compute_bound(workloads, ceilings)
+    if bound_by_flops is None or largest is None:
         return CatalogBar(
             None,
             f"Not judged: {ratio}, and no speed of light was measured to tell a compute-bound "
             "task from a memory-bound one.",
         )
-    if compute_bound:
+    if bound_by_flops:
         if speedup >= LIBRARY_SHARE:
             return CatalogBar(
                 True,
@@ -151,7 +151,9 @@ def _flop_bound(workload: BarWorkload, ceilings: Ceilings) -> bool | None:
     return workload.achieved_tflops / ceilings.tflops > workload.achieved_tbps / ceilings.tbps
 
 
-def _compute_bound(workloads: Sequence[BarWorkload], ceilings: Ceilings | None) -> bool | None:
+def compute_bound(workloads: Sequence[BarWorkload], ceilings: Ceilings | None) -> bool | None:
+    """Whether any workload is bound by its FLOPs at the measured ceilings (a compute-bound
+    task), or None where a ceiling or a workload's rate is missing."""
     if ceilings is None:
         return None
     bounds = [_flop_bound(w, ceilings) for w in workloads]
