@@ -47,19 +47,19 @@ class Model(nn.Module):
         C_c = C.view(bsz, state, chunks, c).permute(0, 2, 3, 1)
         A_ = A[None, :, None, :]  # (1, d, 1, n)
 
-        h = torch.zeros(bsz, dim, chunks, state, dtype=torch.float32)
-        decay = torch.ones(bsz, dim, chunks, state, dtype=torch.float32)
+        h = torch.zeros(bsz, dim, chunks, state, dtype=torch.float32, device=u.device)
+        decay = torch.ones(bsz, dim, chunks, state, dtype=torch.float32, device=u.device)
         for j in range(c):
             dA = torch.exp(dt_c[..., j, None] * A_)
             h = dA * h + dtu_c[..., j, None] * B_c[:, None, :, j, :]
             decay = decay * dA
-        start = torch.zeros(bsz, dim, chunks, state, dtype=torch.float32)
-        carry = torch.zeros(bsz, dim, state, dtype=torch.float32)
+        start = torch.zeros(bsz, dim, chunks, state, dtype=torch.float32, device=u.device)
+        carry = torch.zeros(bsz, dim, state, dtype=torch.float32, device=u.device)
         for k in range(chunks):
             start[:, :, k] = carry
             carry = decay[:, :, k] * carry + h[:, :, k]
         h = start
-        y = torch.empty(bsz, dim, chunks, c, dtype=torch.float32)
+        y = torch.empty(bsz, dim, chunks, c, dtype=torch.float32, device=u.device)
         for j in range(c):
             dA = torch.exp(dt_c[..., j, None] * A_)
             h = dA * h + dtu_c[..., j, None] * B_c[:, None, :, j, :]
