@@ -11,8 +11,8 @@ guidance levels) and uploads it through `POST /api/runs/` to the portal's own
 web server. Then it runs one `manage.py evaluation_worker` per GPU of
 `--gpus` (pinned to it) in cuda mode, counters on, as a deployment does, and
 prints a line for each evaluation that finishes: its time, the time of each
-sandboxed process it ran (the child, the clean reference, the counters
-pass), the GPU (UUID) it ran on.
+of its parts (the child, the judge, the clean reference, the counters pass;
+the child's stages after them), the GPU (UUID) it ran on.
 
 A device call has a time limit, so a call ends at `--deadline-s`. With
 `--keep-workers` the workers run on (each runs in a session of its own) and
@@ -28,7 +28,7 @@ and the workers' logs; gunzip the database into DIR beside state.json.
 When every evaluation has finished the call stops the workers and prints
 the run's totals (also in DIR/state.json, "complete"): the workers' wall
 time from their start to the last verdict, the sum of the evaluations' own
-times and of each kind of process, the verdicts, evaluations per GPU.
+times and of each part and child stage, the verdicts, evaluations per GPU.
 
 `--export FILE` writes the finished evaluations as `{task: verdict}`, the
 format of docs/baselines.json (bench/baselines_md.py, `manage.py
@@ -82,7 +82,8 @@ print(json.dumps([
          if e.finished_at and e.started_at else None,
      "hardware": e.hardware, "worker": e.worker, "message": e.message[:160],
      "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", ""),
-     "phases": (e.environment or {}).get("phase_seconds") or {}}
+     "phases": (e.environment or {}).get("phase_seconds") or {},
+     "stages": (e.environment or {}).get("child_stages") or {}}
     for e in rows
 ]))
 """
@@ -191,6 +192,9 @@ def report(rows: list[dict], seen: set[int]) -> None:
         if row["finished"] and row["pk"] not in seen:
             seen.add(row["pk"])
             phases = " ".join(f"{k} {v:.0f}s" for k, v in row["phases"].items())
+            if row.get("stages"):
+                stages = " ".join(f"{k} {v:.1f}" for k, v in row["stages"].items())
+                phases = f"{phases}; child: {stages}"
             print(
                 f"{row['task']:24} {row['status']:10} {row['seconds'] or 0:6.1f} s ({phases})  "
                 f"attempts {row['attempts']}  {row['uuid'] or '-'}  {row['message'][:70]}",
@@ -203,15 +207,19 @@ def summary(rows: list[dict], state: dict) -> dict:
     counts: dict[str, int] = {}
     per_gpu: dict[str, int] = {}
     phases: dict[str, float] = {}
+    stages: dict[str, float] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
         for name, seconds in r["phases"].items():
             phases[name] = round(phases.get(name, 0.0) + seconds, 1)
+        for name, seconds in r.get("stages", {}).items():
+            stages[name] = round(stages.get(name, 0.0) + seconds, 1)
     return {
         "worker_s": round(sum(s["end"] - s["start"] for s in state["segments"]), 1),
         "evaluations_s": round(sum(r["seconds"] or 0 for r in rows), 1),
         "phases_s": phases,
+        "child_stages_s": stages,
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),

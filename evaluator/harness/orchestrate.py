@@ -109,10 +109,14 @@ def evaluate(
             on_hidden=lambda: _size(log_path),
         )
         monitor = environment.GpuMonitor()
+        child_started = time.monotonic()
         with phases("child"), monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(
                 task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
             )
+        env_info["child_stages"] = protocol.child_stages(
+            run.messages, child_started, time.monotonic()
+        )
         plan = dealer.record()
         if plan_sink is not None:
             plan_sink.append(plan)
@@ -130,7 +134,8 @@ def evaluate(
             env_info["gpu_state_after"] = environment.gpu_state()
         log = _read_log(log_path)
         public_log = _read_log(log_path, limit_bytes=dealer.hidden_mark)
-        results = judge(task, mode, plan, seen, workdir, env_info, source=source)
+        with phases("judge"):
+            results = judge(task, mode, plan, seen, workdir, env_info, source=source)
         honest_so_far = not seen.flags and all(r.status is Status.CORRECT for r in results)
         if mode is Mode.CUDA and seen.timings and honest_so_far:
             with phases("clean_reference"):
@@ -163,7 +168,8 @@ def evaluate(
 
 
 class Phases:
-    """Wall seconds of an evaluation's processes: the child, the clean reference, the counters."""
+    """Wall seconds of an evaluation's parts: its three sandboxed processes (the child, the
+    clean reference, the counters) and the judge (the reference's outputs, the comparisons)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}

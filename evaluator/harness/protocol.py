@@ -273,6 +273,36 @@ def timing_windows(messages: list[tuple[float, dict]]) -> dict[str, tuple[float,
     return windows
 
 
+def child_stages(
+    messages: list[tuple[float, dict]], started: float, ended: float
+) -> dict[str, float]:
+    """Wall seconds of the timed child's stages, from the parent's stamps of its messages.
+
+    `start`: process start to `hello` (the sandbox, Python, the harness and
+    torch); `setup`: to `ready` (the job, the L2 flush's calibration, the
+    submission's import); `timing`: the workloads' timing windows
+    (`timing_windows`); `checks`: the rest until `done` (correctness on every
+    seed, first calls and their compilation, audits, re-checks); `exit`: to
+    the process's end. A stage whose closing message never came is left
+    out. Diagnostics only, as `timing_windows`.
+    """
+    first: dict[str, float] = {}
+    for stamp, msg in messages:
+        first.setdefault(str(msg.get("event")), stamp)
+    hello, ready, done = first.get("hello"), first.get("ready"), first.get("done")
+    stages: dict[str, float] = {}
+    if hello is not None:
+        stages["start"] = hello - started
+        if ready is not None:
+            stages["setup"] = ready - hello
+            if done is not None:
+                timed = sum(end - begin for begin, end in timing_windows(messages).values())
+                stages["timing"] = timed
+                stages["checks"] = done - ready - timed
+                stages["exit"] = ended - done
+    return {name: round(max(seconds, 0.0), 2) for name, seconds in stages.items()}
+
+
 def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int, ...]]) -> str:
     event, name, tag = want
     got = str(msg.get("event"))

@@ -32,7 +32,8 @@ def test_the_row_softmax_expert_moves_about_its_minimum_bytes():
     assert verdict.status is Status.CORRECT, verdict.message
     note = verdict.environment["counters"]
     assert note.startswith("read by ncu"), note
-    assert set(verdict.environment["phase_seconds"]) == {"child", "clean_reference", "counters"}
+    parts = {"child", "judge", "clean_reference", "counters"}
+    assert set(verdict.environment["phase_seconds"]) == parts
     timed = [w for w in verdict.workloads if w.role == "timed"]
     assert timed and all(w.counters for w in timed), note
     for w in timed:

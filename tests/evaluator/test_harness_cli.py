@@ -67,8 +67,12 @@ def test_expert_is_correct_with_the_full_verdict_shape():
     assert verdict["environment"]["mode"] == "interpret"
     assert verdict["environment"]["comparable"] is False
     # Interpret mode times nothing: only the child ran (no clean reference, no counters).
-    assert set(verdict["environment"]["phase_seconds"]) == {"child", "counters"}
+    assert set(verdict["environment"]["phase_seconds"]) == {"child", "judge", "counters"}
     assert verdict["environment"]["phase_seconds"]["child"] > 0
+    stages = verdict["environment"]["child_stages"]
+    assert set(stages) == {"start", "setup", "timing", "checks", "exit"}
+    assert stages["timing"] == 0  # interpret mode times nothing
+    assert 0 < sum(stages.values()) <= verdict["environment"]["phase_seconds"]["child"] + 0.05
     assert all(w["median_ms"] is None for w in verdict["workloads"])
     task = load_task(ROOT / "catalog" / "row_softmax")
     assert verdict["task_hash"] == measured_content_hash(measured_content(task))

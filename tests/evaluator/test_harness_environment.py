@@ -154,3 +154,31 @@ def test_a_workloads_window_runs_from_the_message_before_its_batch_to_the_batch(
     ]
 
     assert timing_windows(messages) == {"a": (1.5, 2.0), "b": (2.3, 3.0)}
+
+
+def test_the_childs_stages_split_its_time_at_hello_ready_and_done():
+    from evaluator.harness.protocol import child_stages
+
+    messages = [
+        (10.5, {"event": "hello", "pid": 7}),
+        (12.0, {"event": "ready"}),
+        (13.0, {"event": "output", "workload": "a"}),
+        (15.0, {"event": "batch_begin", "workload": "a"}),
+        (15.5, {"event": "timing", "workload": "a"}),
+        (16.0, {"event": "done"}),
+    ]
+
+    assert child_stages(messages, 10.0, 16.25) == {
+        "start": 0.5,
+        "setup": 1.5,
+        "timing": 2.0,
+        "checks": 2.0,
+        "exit": 0.25,
+    }
+
+
+def test_a_child_that_died_before_ready_has_only_its_start():
+    from evaluator.harness.protocol import child_stages
+
+    assert child_stages([(3.0, {"event": "hello"})], 1.0, 9.0) == {"start": 2.0}
+    assert child_stages([], 1.0, 9.0) == {}
