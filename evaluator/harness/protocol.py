@@ -280,10 +280,11 @@ def child_stages(
 
     `start`: process start to `hello` (the sandbox, Python, the harness and
     torch); `setup`: to `ready` (the job, the L2 flush's calibration, the
-    submission's import); `timing`: the workloads' timing windows
-    (`timing_windows`); `checks`: the rest until `done` (correctness on every
-    seed, first calls and their compilation, audits, re-checks); `exit`: to
-    the process's end. A stage whose closing message never came is left
+    submission's import); `timing`: the steps that timed a workload (from the
+    child's request for such a step to its request for the next: warm-up,
+    timed calls, audits, the batch); `checks`: the rest until `done`
+    (correctness on every seed, first calls and their compilation); `exit`:
+    to the process's end. A stage whose closing message never came is left
     out. Diagnostics only, as `timing_windows`.
     """
     first: dict[str, float] = {}
@@ -296,11 +297,27 @@ def child_stages(
         if ready is not None:
             stages["setup"] = ready - hello
             if done is not None:
-                timed = sum(end - begin for begin, end in timing_windows(messages).values())
+                timed = _timing_steps_seconds(messages)
                 stages["timing"] = timed
                 stages["checks"] = done - ready - timed
                 stages["exit"] = ended - done
     return {name: round(max(seconds, 0.0), 2) for name, seconds in stages.items()}
+
+
+def _timing_steps_seconds(messages: list[tuple[float, dict]]) -> float:
+    """The seconds between the child's requests for a step, over the steps that sent a batch."""
+    total = 0.0
+    step_began: float | None = None
+    timed = False
+    for stamp, msg in messages:
+        event = msg.get("event")
+        if event == "batch_begin":
+            timed = True
+        elif (event == "ask" and msg.get("what") == "step") or event == "done":
+            if step_began is not None and timed:
+                total += stamp - step_began
+            step_began, timed = stamp, False
+    return total
 
 
 def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int, ...]]) -> str:

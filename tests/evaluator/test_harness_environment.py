@@ -159,20 +159,26 @@ def test_a_workloads_window_runs_from_the_message_before_its_batch_to_the_batch(
 def test_the_childs_stages_split_its_time_at_hello_ready_and_done():
     from evaluator.harness.protocol import child_stages
 
+    step = {"event": "ask", "what": "step"}
     messages = [
         (10.5, {"event": "hello", "pid": 7}),
         (12.0, {"event": "ready"}),
-        (13.0, {"event": "output", "workload": "a"}),
+        (12.0, step),  # a check step: 1 s
+        (12.5, {"event": "output", "workload": "a"}),
+        (13.0, step),  # a timing step: 2.5 s
+        (13.1, {"event": "ask", "what": "seed", "purpose": "call"}),
         (15.0, {"event": "batch_begin", "workload": "a"}),
-        (15.5, {"event": "timing", "workload": "a"}),
+        (15.4, {"event": "timing", "workload": "a"}),
+        (15.5, step),  # another check step, then the end: 0.5 s
+        (15.9, step),
         (16.0, {"event": "done"}),
     ]
 
     assert child_stages(messages, 10.0, 16.25) == {
         "start": 0.5,
         "setup": 1.5,
-        "timing": 2.0,
-        "checks": 2.0,
+        "timing": 2.5,
+        "checks": 1.5,
         "exit": 0.25,
     }
 
