@@ -1,5 +1,11 @@
+import os
 import sys
 
 from evaluator.cli import main
 
-sys.exit(main())
+code = main()
+# The verdict is printed and every temporary folder removed: skip the interpreter's
+# teardown of torch, about a second a process.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)

@@ -175,3 +175,16 @@ def test_timing_settings_apply_overrides_in_the_protocol_s_own_types():
     assert type(settings.max_calls) is int
     assert settings.warmup_s == TIMING["warmup_s"]
     assert TIMING["max_calls"] == 400  # the defaults are untouched
+
+
+def test_the_child_ends_at_done_without_running_the_submissions_exit_handlers(tmp_path):
+    kernel = tmp_path / "with_exit_handler.py"
+    kernel.write_text(
+        EXPERT.read_text()
+        + "\n\nimport atexit\n\natexit.register(print, 'D2K-EXIT-HANDLER-RAN', flush=True)\n"
+    )
+
+    verdict = check(kernel)
+
+    assert verdict["status"] == "correct", verdict["message"]
+    assert "D2K-EXIT-HANDLER-RAN" not in verdict["log"]
