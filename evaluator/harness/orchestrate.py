@@ -109,13 +109,12 @@ def evaluate(
             on_hidden=lambda: _size(log_path),
         )
         monitor = environment.GpuMonitor()
-        child_started = time.monotonic()
         with phases("child"), monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(
                 task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
             )
         env_info["child_stages"] = protocol.child_stages(
-            run.messages, child_started, time.monotonic()
+            run.messages, run.started, run.started + run.wall_seconds
         )
         plan = dealer.record()
         if plan_sink is not None:

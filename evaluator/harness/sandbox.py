@@ -60,6 +60,8 @@ MAX_CHANNEL_BYTES = 256 * 2**20
 class ChildRun:
     returncode: int | None
     killed_for: str = ""  # "", "timeout", "memory", "processes", "result_channel"
+    # The process's start and run time on the monotonic clock its messages are stamped with.
+    started: float = 0.0
     wall_seconds: float = 0.0
     messages: list[tuple[float, dict]] = field(default_factory=list)
     bad_messages: int = 0
@@ -400,7 +402,7 @@ def run_child(
     nproc = proctree.processes_of_uid(os.getuid()) + limits.max_processes
     result = ChildRun(returncode=None, isolation=level)
     reader = _Reader(read_fd, result, answer, reply_fd)
-    started = time.monotonic()
+    started = result.started = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             argv,
