@@ -391,16 +391,21 @@ class Child:
         try:
             model = self.construct(self.sub.ModelNew, params, self._model_seed(name))
             self._invoke(model, self.inputs(params, self.chan.seed(name, "warm")))
-            inputs = self.inputs(params, self.chan.seed(name, "call"))
+            seed = self.chan.seed(name, "call")
+            inputs = self.inputs(params, seed)
             with mark.profiled():
-                self._invoke(model, inputs)
+                _, out = self._invoke(model, inputs)
+            # The parent checks what the profiled kernels computed: their
+            # durations stand against the timed child's reported times.
+            sample_seed = self.chan.seed(name, "sample")
+            fp = fingerprints.read(as_tuple(out), seed=sample_seed).fingerprint
         except BaseException as exc:
             self.chan.send(
                 "error", kind=classify(exc), phase="profile", workload=name, message=_describe(exc)
             )
             traceback.print_exc()
             return False
-        self.chan.send("profiled", workload=name)
+        self.chan.send("profiled", workload=name, seed=seed, sample_seed=sample_seed, fp=fp)
         return True
 
     def _phase(self, workload: dict, cfg: TimingSettings, *, first: bool) -> tuple:

@@ -43,7 +43,7 @@ from typing import Any
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
-from . import protocol, sandbox
+from . import judge, protocol, sandbox
 from .job import Job, PlannedWorkload, TimingSettings
 from .spec import Status, WorkloadResult
 
@@ -53,8 +53,11 @@ from .spec import Status, WorkloadResult
 # before each kernel and not after, so up to the L2's size of a kernel's
 # writes is still there, unwritten, when it ends). hmma counts warp-level
 # mma instructions (mma.sync, Ampere's path, also on Hopper), gmma the
-# warpgroup ones (wgmma, Hopper's own).
+# warpgroup ones (wgmma, Hopper's own). The duration is each kernel's time on
+# the device, by ncu's clock, outside the submission's reach: the judge holds
+# the child's reported times against it (orchestrate.settle_host_clock).
 METRICS = {
+    "duration": "gpu__time_duration.sum",
     "dram_read": "dram__bytes_read.sum",
     "dram_write": "dram__bytes_write.sum",
     "l2_write_sectors": "lts__t_sectors_srcunit_tex_op_write.sum",
@@ -108,6 +111,11 @@ UNIT_SCALE = {
     "sector": 1.0,
     "inst": 1.0,
     "warp": 1.0,
+    # Times, in nanoseconds.
+    "nsecond": 1.0,
+    "usecond": 1e3,
+    "msecond": 1e6,
+    "second": 1e9,
 }
 
 
@@ -250,6 +258,7 @@ def summarise(kernels: list[dict[str, Any]], *, min_bytes: float, tool: str) -> 
     tensor_parts = [v for v in (total("hmma"), total("gmma")) if v is not None]
     tensor = sum(tensor_parts) if tensor_parts else None
     share = tensor / instructions if tensor is not None and instructions else None
+    duration_ns = total("duration")
     return {
         "dram_bytes": int(read + write),
         "dram_read_bytes": int(read),
@@ -262,6 +271,8 @@ def summarise(kernels: list[dict[str, Any]], *, min_bytes: float, tool: str) -> 
         "instructions": int(instructions) if instructions is not None else None,
         "tensor_share": round(share, 6) if share is not None else None,
         "kernels": len(kernels),
+        # The call's kernels, back to back on the device, each from a flushed cache.
+        "kernel_ms": round(duration_ns / 1e6, 6) if duration_ns is not None else None,
         "tool": tool,
     }
 
@@ -472,6 +483,11 @@ def _profiling_pass(
         raise CountersError(
             "not read: the profiling pass did not finish as planned "
             f"(exit code {run.returncode}{'; ' + checks if checks else ''})"
+        )
+    if wrong := judge.profiled_calls_match(task, dealer.record(), observed.profiled):
+        raise CountersError(
+            f"not read: the profiled call of {', '.join(wrong)} did not compute the reference's "
+            "answer"
         )
     return text
 

@@ -40,6 +40,13 @@ LAUNCH_ALLOWANCE_MS = 0.25
 # datasheet's (H200: 4.3-4.7 of 4.8 TB/s, about 800 of 989 TFLOP/s), so the
 # margin leaves room for a kernel that beats the measured peak honestly.
 SOL_FLOOR_MARGIN = 0.75
+
+
+def host_clock_bound_ms(median_ms: float) -> float:
+    """The most time a call may take back to back, for a median of `median_ms`."""
+    return 2.0 * median_ms + LAUNCH_ALLOWANCE_MS
+
+
 AUDIT_FAILURE = (
     "the output of an audit call differs from the reference: its inputs were written on the "
     "caller's stream just before the call, so work that did not wait for that stream (a side "
@@ -390,15 +397,16 @@ def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_
         expected_batch = med * float(batch["calls"])
         # Two-sided, anchored on the parent's clock, which the child cannot
         # touch: per call, the host saw far more time than the reported median
-        # (beyond launch overhead) means the reported times were shrunk.
+        # (beyond launch overhead). Either the reported times were shrunk, or
+        # the calls are host-bound: the launch cover hides the host's queueing
+        # from the events, not from a back-to-back batch (fused_adamw's expert
+        # builds its pointer tables on the host: 0.44 ms a call on the H200,
+        # for 0.07 ms of kernels). Which one, ncu's kernel durations say
+        # (orchestrate.settle_host_clock).
         host_per_call = max(host - BATCH_MESSAGE_MS, 0.0) / float(batch["calls"])
-        if host_per_call > 2.0 * med + LAUNCH_ALLOWANCE_MS:
-            seen.flags.append(
-                flag(
-                    "timing_inconsistent",
-                    f"{spec.name}: back-to-back calls took {host_per_call:.4f} ms each by the "
-                    f"orchestrator's clock, against a reported median of {med:.4f} ms",
-                )
+        if host_per_call > host_clock_bound_ms(med):
+            seen.host_clock.append(
+                {"workload": spec.name, "host_ms_per_call": host_per_call, "median_ms": med}
             )
         if device < 0.5 * expected_batch:
             seen.flags.append(
@@ -447,6 +455,29 @@ def _cold_start_ms(seen: Observed, name: str) -> float:
 def _deciles(times: list[float]) -> list[float]:
     ordered = sorted(times)
     return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1) / 10))] for q in range(11)]
+
+
+def profiled_calls_match(
+    task: TaskSpec, plan: Plan, profiled: dict[str, dict], mode: Mode = Mode.CUDA
+) -> list[str]:
+    """The workloads whose profiled call (counters.py) did not compute the reference's answer.
+
+    Each call's seed and sample seed must be those the parent issued for it,
+    and its sampled outputs the reference's for that seed (computed on the
+    GPU, or on the CPU in interpret `mode`).
+    """
+    reference = _Reference(task, mode)
+    wrong = []
+    for entry in plan.workloads:
+        msg = profiled.get(entry.name, {})
+        seed, sample_seed = msg.get("seed"), msg.get("sample_seed")
+        if seed not in entry.calls or sample_seed not in entry.samples:
+            wrong.append(entry.name)
+            continue
+        expected = reference.outputs(entry.params, int(seed), entry.model_seed)
+        if not _fingerprint_matches(msg.get("fp"), expected, int(sample_seed), task):
+            wrong.append(entry.name)
+    return wrong
 
 
 def _fingerprint_matches(

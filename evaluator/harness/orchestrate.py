@@ -28,7 +28,7 @@ from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
-from .judge import judge
+from .judge import host_clock_bound_ms, judge
 from .protocol import Observed
 from .spec import Status, Verdict, WorkloadResult
 
@@ -160,6 +160,11 @@ def evaluate(
                 # A kept scratch folder keeps its caches too.
                 builds=None if keep_workdir else workdir,
             )
+        if seen.host_clock:
+            inconsistent, env_info["host_overhead"] = settle_host_clock(seen.host_clock, results)
+            if inconsistent:
+                seen.flags += inconsistent
+                status, message = _decide(run, seen, results, len(workloads), task=task)
     env_info["phase_seconds"] = phases.seconds
     flags = redact.flags(task, seen.flags)
     verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)
@@ -439,7 +444,7 @@ def _run_child(
 # by a few percent (allocator placement, the GPU's state; docs/benchmarks.md).
 # The speedup never gains from a slowed reference (it takes the clean time
 # where that is faster), so the flag is evidence of an attempt, raised only
-# for a slowdown beyond what a host-bound reference's own noise explains
+# for a slowdown beyond what a launch-bound reference's own noise explains
 # (an honest launch-bound reference was seen 1.46x slower beside its
 # submission on the H200).
 TAMPERING_RATIO = 2.0
@@ -481,12 +486,24 @@ def _clean_reference_times(
 
 
 def reference_tampering(results: list[WorkloadResult], clean: CleanReference) -> list[dict]:
-    """Flags for workloads whose in-process baseline ran slower than in the clean process."""
+    """Flags for workloads whose in-process baseline ran slower than in the clean process.
+
+    Only where the events timed the reference's kernels: a workload on which
+    most of the reference's calls were host-bound (the host was still
+    queueing them when their launch cover ended, as a reference that reads
+    a tensor back to the host in mid-call always is) was timed by the host's
+    speed in each process, not by what ran on the device. An honest
+    synchronising baseline was seen 2.2x slower beside its submission than
+    in a clean process on the H200; the speedup takes the faster time either
+    way, so no score depends on that comparison.
+    """
     flags = []
     medians = clean.ref_median_ms
     for result in results:
         m = result.measurement
         if m is None or result.name not in medians:
+            continue
+        if 2 * m.ref_host_bound_calls > m.ref_calls:
             continue
         allowed = medians[result.name] * TAMPERING_RATIO + TAMPERING_MS
         if m.ref_median_ms > allowed:
@@ -498,6 +515,55 @@ def reference_tampering(results: list[WorkloadResult], clean: CleanReference) ->
                 )
             )
     return flags
+
+
+def settle_host_clock(
+    pending: list[dict[str, Any]], results: list[WorkloadResult]
+) -> tuple[list[dict], list[dict]]:
+    """The judge's host-clock discrepancies, each a `timing_inconsistent` flag or explained.
+
+    A back-to-back batch took the orchestrator's clock more time per call
+    than the reported median explains. Where ncu timed the same call's
+    kernels (the counters pass, a process of its own) and they fit the
+    median's bound too, the difference is the host's own work between calls,
+    which the launch cover keeps out of the events: the call is host-bound,
+    and the verdict lists it under `host_overhead`. Otherwise (the kernels
+    took longer, or no counters were read) the reported times do not add up.
+    Returns (flags, explained).
+    """
+    by_name = {r.name: r for r in results}
+    flags, explained = [], []
+    for item in pending:
+        name, host_ms, median_ms = item["workload"], item["host_ms_per_call"], item["median_ms"]
+        result = by_name.get(name)
+        kernel_ms = (result.counters or {}).get("kernel_ms") if result is not None else None
+        said = (
+            f"{name}: back-to-back calls took {host_ms:.4f} ms each by the orchestrator's "
+            f"clock, against a reported median of {median_ms:.4f} ms"
+        )
+        if kernel_ms is None:
+            flags.append(
+                protocol.flag(
+                    "timing_inconsistent", f"{said}, and no counters pass timed its kernels"
+                )
+            )
+        elif kernel_ms > host_clock_bound_ms(median_ms):
+            flags.append(
+                protocol.flag(
+                    "timing_inconsistent",
+                    f"{said}, and its kernels took {kernel_ms:.4f} ms a call under ncu",
+                )
+            )
+        else:
+            explained.append(
+                {
+                    "workload": name,
+                    "host_ms_per_call": round(host_ms, 4),
+                    "median_ms": round(median_ms, 4),
+                    "kernel_ms": kernel_ms,
+                }
+            )
+    return flags, explained
 
 
 def with_clean_reference(

@@ -38,6 +38,10 @@ class Observed:
     batches: dict[str, dict] = field(default_factory=dict)
     error: dict | None = None
     flags: list[dict[str, str]] = field(default_factory=list)
+    # Back-to-back batches whose host time per call the reported median does
+    # not explain; settled against ncu's kernel durations once the counters
+    # pass has run (orchestrate.settle_host_clock).
+    host_clock: list[dict[str, Any]] = field(default_factory=list)
     started: bool = False
     ready: bool = False
     done: bool = False
@@ -47,8 +51,9 @@ class Observed:
 # that needs it (Dealer), so no seed exists, even in the parent, before then.
 PURPOSES = frozenset({"check", "model", "warm", "ref", "call", "sample", "audit", "decoy"})
 TIMING_PURPOSES = PURPOSES - {"check"}
-# A profiled call: its model, one warm-up call (compilation, autotuning), the call.
-PROFILE_PURPOSES = frozenset({"model", "warm", "call"})
+# A profiled call: its model, one warm-up call (compilation, autotuning), the
+# call, and the positions of its outputs that the parent checks.
+PROFILE_PURPOSES = frozenset({"model", "warm", "call", "sample"})
 
 
 def steps_of(

@@ -1,5 +1,6 @@
 """Speedups against a task's baseline.py, and the reference's time checked in a clean process."""
 
+import dataclasses
 import shutil
 
 import pytest
@@ -52,7 +53,7 @@ def test_the_sandbox_gets_reference_and_baseline_but_never_task_toml(tmp_path):
     assert sorted(p.name for p in public.iterdir()) == ["baseline.py", "reference.py"]
 
 
-def _timed(name: str, ref_median_ms: float) -> WorkloadResult:
+def _timed(name: str, ref_median_ms: float, ref_host_bound_calls: int = 0) -> WorkloadResult:
     measurement = Measurement(
         median_ms=0.01,
         iqr_ms=0.0,
@@ -62,6 +63,7 @@ def _timed(name: str, ref_median_ms: float) -> WorkloadResult:
         ref_iqr_ms=0.0,
         ref_calls=400,
         cold_start_ms=1.0,
+        ref_host_bound_calls=ref_host_bound_calls,
     )
     return WorkloadResult(
         name=name, role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT,
@@ -80,6 +82,20 @@ def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_fla
     assert orchestrate.reference_tampering(results, CleanReference()) == []
 
 
+def test_a_host_bound_reference_is_not_compared_with_its_clean_run():
+    # grouped_gemm_moe's baseline reads the group offsets back to the host in
+    # mid-call, so all its calls outlast their launch cover and the events time
+    # the host: on the H200 it ran 2.2x slower beside the expert than alone.
+    clean = CleanReference(ref_median_ms={"sync": 3.76, "half": 3.76, "gpu": 3.76})
+    results = [
+        _timed("sync", 8.34, ref_host_bound_calls=400),
+        _timed("half", 8.34, ref_host_bound_calls=200),
+        _timed("gpu", 8.34, ref_host_bound_calls=1),
+    ]
+    flags = orchestrate.reference_tampering(results, clean)
+    assert [f["detail"].split(":")[0] for f in flags] == ["half", "gpu"]
+
+
 @pytest.mark.parametrize(
     ("beside_ms", "clean_ms", "speedup"),
     [
@@ -96,3 +112,36 @@ def test_the_speedup_is_against_the_faster_of_the_two_reference_times(beside_ms,
     assert result.measurement.speedup == pytest.approx(speedup)
     assert result.to_dict()["ref_median_ms"] == pytest.approx(speedup * 0.01)
     assert result.to_dict()["timing"]["ref_median_ms"] == beside_ms
+
+
+def _with_kernels(result: WorkloadResult, kernel_ms: float | None) -> WorkloadResult:
+    return dataclasses.replace(result, counters={"kernel_ms": kernel_ms, "kernels": 1})
+
+
+def test_a_host_bound_call_is_explained_by_its_kernels_durations_under_ncu():
+    # fused_adamw's expert on the H200: 0.44 ms a call back to back, 0.07 ms
+    # of kernels by the events, and ncu times its kernels at about that.
+    pending = [{"workload": "a", "host_ms_per_call": 0.4399, "median_ms": 0.0698}]
+    results = [_with_kernels(_timed("a", 0.28), 0.081)]
+    flags, explained = orchestrate.settle_host_clock(pending, results)
+    assert flags == []
+    assert explained == [
+        {"workload": "a", "host_ms_per_call": 0.4399, "median_ms": 0.0698, "kernel_ms": 0.081}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kernel_ms", "fragment"),
+    [
+        (2.5, "its kernels took 2.5000 ms a call under ncu"),  # the reported times were shrunk
+        (None, "no counters pass timed its kernels"),  # nothing to explain it with
+    ],
+)
+def test_a_host_clock_the_kernels_do_not_explain_is_timing_inconsistent(kernel_ms, fragment):
+    pending = [{"workload": "a", "host_ms_per_call": 2.6, "median_ms": 0.1}]
+    flags, explained = orchestrate.settle_host_clock(
+        pending, [_with_kernels(_timed("a", 0.28), kernel_ms)]
+    )
+    assert explained == [] and [f["check"] for f in flags] == ["timing_inconsistent"]
+    assert flags[0]["detail"].startswith("a: back-to-back calls took 2.6000 ms each")
+    assert fragment in flags[0]["detail"]

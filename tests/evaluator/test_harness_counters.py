@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import counters, protocol, sandbox
+from evaluator.harness import counters, judge, protocol, sandbox
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.spec import Status, WorkloadResult
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -43,11 +43,12 @@ CAPTURE_MINIMUM = {
 MULTI = (
     '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum",'
     '"lts__t_sectors_srcunit_tex_op_write.sum","sm__inst_executed.sum",'
-    '"sm__inst_executed_pipe_tensor_op_gmma.sum","sm__inst_executed_pipe_tensor_op_hmma.sum"\n'
-    '"","","byte","Kbyte","sector","inst","inst","inst"\n'
-    '"0","d2k_profile_mark","0","0","0","2","0","0"\n'
-    '"1","gemm_kernel","1,000,000","2","100","9,000,000","600,000","n/a"\n'
-    '"2","epilogue_kernel","24","0","1","1,000,000","0","400,000"\n'
+    '"sm__inst_executed_pipe_tensor_op_gmma.sum","sm__inst_executed_pipe_tensor_op_hmma.sum",'
+    '"gpu__time_duration.sum"\n'
+    '"","","byte","Kbyte","sector","inst","inst","inst","usecond"\n'
+    '"0","d2k_profile_mark","0","0","0","2","0","0","1.5"\n'
+    '"1","gemm_kernel","1,000,000","2","100","9,000,000","600,000","n/a","1,200.25"\n'
+    '"2","epilogue_kernel","24","0","1","1,000,000","0","400,000","3"\n'
 )
 
 
@@ -131,12 +132,15 @@ def test_counters_are_summed_over_a_calls_kernels():
     assert summary["tensor_instructions"] == 1_000_000 and summary["instructions"] == 10_000_000
     assert summary["tensor_share"] == pytest.approx(0.1)
     assert summary["kernels"] == 2
+    # 1,200.25 us + 3 us of kernels; the marker's 1.5 us is not the call's.
+    assert summary["kernel_ms"] == pytest.approx(1.20325)
 
 
 def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
     kernel = {"id": 0, "name": "k", "metrics": {"dram__bytes_read.sum": 10.0}}
     summary = counters.summarise([kernel], min_bytes=0, tool="ncu")
     assert summary["traffic_ratio"] is None and summary["tensor_share"] is None
+    assert summary["kernel_ms"] is None  # a table without durations (the capture's ncu run)
     assert summary["l2_write_bytes"] is None and summary["traffic_bytes"] == 10
 
 
@@ -319,6 +323,15 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     # Seeds as in any evaluation, asked for at the call: no check seed, no audit.
     for workload in plan.workloads:
         assert workload.seeds == () and len(workload.calls) == 1
+        assert len(workload.samples) == 1
+    # The profiled calls computed the reference's answer; the parent can tell
+    # when one did not, or names a seed it never issued.
+    assert judge.profiled_calls_match(task, plan, seen.profiled, Mode.INTERPRET) == []
+    first, second = (w.name for w in checks)
+    wrong = json.loads(json.dumps(seen.profiled))
+    wrong[first]["fp"]["values"] = [v + 1.0 for v in wrong[first]["fp"]["values"]]
+    wrong[second]["seed"] += 1
+    assert judge.profiled_calls_match(task, plan, wrong, Mode.INTERPRET) == [first, second]
 
 
 def test_a_profiling_step_refuses_seeds_for_other_purposes():
