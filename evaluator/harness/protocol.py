@@ -262,19 +262,15 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
 
 
 def timing_windows(messages: list[tuple[float, dict]]) -> dict[str, tuple[float, float]]:
-    """Per timed workload, the host-clock span of its warm-up and timed calls.
+    """Per timed workload, the host-clock span of its warm-up, timed calls, audits and batch.
 
-    The child times a workload between the message before its `batch_begin`
-    (the previous workload's `timing`, or the last correctness output) and that
-    `batch_begin`. For diagnostics only: the stamps are the parent's, but the
-    child chooses when to write.
+    The step that timed it: from the child's request for that step to its
+    request for the next (or `done`). For diagnostics only: the stamps are
+    the parent's, but the child chooses when to write.
     """
     windows: dict[str, tuple[float, float]] = {}
-    previous: float | None = None
-    for stamp, msg in messages:
-        if msg.get("event") == "batch_begin" and previous is not None:
-            windows.setdefault(str(msg.get("workload")), (previous, stamp))
-        previous = stamp
+    for workload, began, ended in _timing_steps(messages):
+        windows.setdefault(workload, (began, ended))
     return windows
 
 
@@ -311,18 +307,23 @@ def child_stages(
 
 def _timing_steps_seconds(messages: list[tuple[float, dict]]) -> float:
     """The seconds between the child's requests for a step, over the steps that sent a batch."""
-    total = 0.0
+    return sum(ended - began for _, began, ended in _timing_steps(messages))
+
+
+def _timing_steps(messages: list[tuple[float, dict]]) -> list[tuple[str, float, float]]:
+    """(workload, began, ended) of each step that sent a batch, from step request to the next."""
+    steps = []
     step_began: float | None = None
-    timed = False
+    timed: str | None = None
     for stamp, msg in messages:
         event = msg.get("event")
         if event == "batch_begin":
-            timed = True
+            timed = str(msg.get("workload"))
         elif (event == "ask" and msg.get("what") == "step") or event == "done":
-            if step_began is not None and timed:
-                total += stamp - step_began
-            step_began, timed = stamp, False
-    return total
+            if step_began is not None and timed is not None:
+                steps.append((timed, step_began, stamp))
+            step_began, timed = stamp, None
+    return steps
 
 
 def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int, ...]]) -> str:

@@ -140,20 +140,28 @@ def test_each_timed_loop_gets_the_state_of_its_own_window():
     assert "none" not in summary["timing"]
 
 
-def test_a_workloads_window_runs_from_the_message_before_its_batch_to_the_batch():
+def test_a_workloads_window_is_the_step_that_timed_it():
     from evaluator.harness.protocol import timing_windows
 
+    step = {"event": "ask", "what": "step"}
+    seed = {"event": "ask", "what": "seed", "purpose": "call"}
     messages = [
+        (0.5, step),  # a check step: no window
         (1.0, {"event": "output", "workload": "a"}),
-        (1.5, {"event": "output", "workload": "b"}),
+        (1.5, step),  # a's timing step: warm-up, timed calls (a seed each), batch
+        (1.6, seed),
+        (1.9, seed),
         (2.0, {"event": "batch_begin", "workload": "a"}),
         (2.1, {"event": "batch_end", "workload": "a"}),
         (2.2, {"event": "timing", "workload": "a"}),
-        (2.3, {"event": "threads", "count": 1}),
+        (2.3, step),  # b's
+        (2.4, seed),
         (3.0, {"event": "batch_begin", "workload": "b"}),
+        (3.2, {"event": "timing", "workload": "b"}),
+        (3.5, {"event": "done"}),
     ]
 
-    assert timing_windows(messages) == {"a": (1.5, 2.0), "b": (2.3, 3.0)}
+    assert timing_windows(messages) == {"a": (1.5, 2.3), "b": (2.3, 3.5)}
 
 
 def test_the_childs_stages_split_its_time_at_hello_ready_and_done():
