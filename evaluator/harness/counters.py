@@ -54,8 +54,9 @@ from .spec import Status, WorkloadResult
 # writes is still there, unwritten, when it ends). hmma counts warp-level
 # mma instructions (mma.sync, Ampere's path, also on Hopper), gmma the
 # warpgroup ones (wgmma, Hopper's own). The duration is each kernel's time on
-# the device, by ncu's clock, outside the submission's reach: the judge holds
-# the child's reported times against it (orchestrate.settle_host_clock).
+# the device by ncu's clock, not the child's: a host-clock excess is held
+# against it (orchestrate.settle_host_clock). ncu's table is still within the
+# submission's reach (docs/evaluator.md, Known gaps).
 METRICS = {
     "duration": "gpu__time_duration.sum",
     "dram_read": "dram__bytes_read.sum",
@@ -484,7 +485,7 @@ def _profiling_pass(
             "not read: the profiling pass did not finish as planned "
             f"(exit code {run.returncode}{'; ' + checks if checks else ''})"
         )
-    if wrong := judge.profiled_calls_match(task, dealer.record(), observed.profiled):
+    if wrong := judge.wrong_profiled_calls(task, dealer.record(), observed.profiled):
         raise CountersError(
             f"not read: the profiled call of {', '.join(wrong)} did not compute the reference's "
             "answer"

@@ -457,7 +457,7 @@ def _deciles(times: list[float]) -> list[float]:
     return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1) / 10))] for q in range(11)]
 
 
-def profiled_calls_match(
+def wrong_profiled_calls(
     task: TaskSpec, plan: Plan, profiled: dict[str, dict], mode: Mode = Mode.CUDA
 ) -> list[str]:
     """The workloads whose profiled call (counters.py) did not compute the reference's answer.

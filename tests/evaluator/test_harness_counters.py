@@ -326,12 +326,12 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
         assert len(workload.samples) == 1
     # The profiled calls computed the reference's answer; the parent can tell
     # when one did not, or names a seed it never issued.
-    assert judge.profiled_calls_match(task, plan, seen.profiled, Mode.INTERPRET) == []
+    assert judge.wrong_profiled_calls(task, plan, seen.profiled, Mode.INTERPRET) == []
     first, second = (w.name for w in checks)
     wrong = json.loads(json.dumps(seen.profiled))
     wrong[first]["fp"]["values"] = [v + 1.0 for v in wrong[first]["fp"]["values"]]
     wrong[second]["seed"] += 1
-    assert judge.profiled_calls_match(task, plan, wrong, Mode.INTERPRET) == [first, second]
+    assert judge.wrong_profiled_calls(task, plan, wrong, Mode.INTERPRET) == [first, second]
 
 
 def test_a_profiling_step_refuses_seeds_for_other_purposes():
