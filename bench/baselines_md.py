@@ -21,7 +21,7 @@ from typing import Any
 # The repository root: the harness's spec module is standard library only.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluator.harness.spec import environment_gpu
+from evaluator.harness.spec import Measurement, environment_gpu
 from leaderboard.catalog_bar import (
     BarWorkload,
     catalog_bar,
@@ -113,6 +113,15 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
         ceilings=ceilings_from_environment(verdict.get("environment")),
         timed_against=name if isinstance(name, str) else "",
     ).sentence
+
+
+def host_bound_baseline(workload: dict[str, Any]) -> tuple[int, int] | None:
+    """(host-bound calls, calls) of a workload whose baseline was mostly bound by its host,
+    else None: its time, and the speedup, depend on the host's CPU as well as the GPU."""
+    m = Measurement.from_dict(workload.get("timing"))
+    if m is None or not m.reference_host_bound:
+        return None
+    return m.ref_host_bound_calls, m.ref_calls
 
 
 def catalog_slugs() -> list[str]:
@@ -233,6 +242,19 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     overall = geomean(all_speedups)
     if overall is not None:
         out += [f"Geometric mean over the {len(all_speedups)} correct tasks: {overall:.2f}×."]
+    host_bound = [
+        slug
+        for slug, verdict in measured.items()
+        if any(host_bound_baseline(w) for w in public_timed(verdict))
+    ]
+    if host_bound:
+        out += [
+            "Baselines bound by their host (marked † below): "
+            + ", ".join(f"`{slug}`" for slug in host_bound)
+            + ". Most of their timed calls outlasted their launch cover (a loop of launches, "
+            "a copy to the host), so their times, and these speedups, depend on the host's "
+            "CPU as well as the GPU."
+        ]
     out += traffic_section(measured)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
@@ -244,10 +266,15 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
             "| DRAM traffic × minimum | Tensor-core share |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
+        bound_rows = []
         for w in public_timed(verdict):
             counted = w.get("counters") if isinstance(w.get("counters"), dict) else {}
+            bound = host_bound_baseline(w)
+            mark = " †" if bound else ""
+            if bound:
+                bound_rows.append(f"`{w.get('name')}` {bound[0]} of {bound[1]}")
             out.append(
-                f"| `{w.get('name')}` | {_num(w.get('ref_median_ms'), 1, 1e3)} | "
+                f"| `{w.get('name')}` | {_num(w.get('ref_median_ms'), 1, 1e3)}{mark} | "
                 f"{_num(w.get('median_ms'), 1, 1e3)} | {_num(w.get('speedup'), 2, suffix='×')} | "
                 f"{_num(w.get('sol_fraction'), 1, 100)} | {_num(w.get('achieved_tflops'), 2)} | "
                 f"{_num(w.get('achieved_tbps'), 2)} | "
@@ -262,6 +289,13 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
                 "speed of light)"
             )
         out[-1] += "."
+        if bound_rows:
+            out += [
+                "",
+                "† Host-bound baseline: timed calls that outlasted their launch cover, "
+                + "; ".join(bound_rows)
+                + ". The baseline's time is its host's as much as its GPU's.",
+            ]
     absent = sorted(set(catalog_slugs()) - set(data))
     if absent:
         out += ["", "## Not in this file", ""]

@@ -32,6 +32,10 @@ class BaselineRowSerializer(serializers.Serializer):
     sol_percent = serializers.FloatField(allow_null=True, help_text="% of speed of light.")
     tflops = serializers.FloatField(allow_null=True)
     tbps = serializers.FloatField(allow_null=True)
+    ref_host_bound = serializers.BooleanField(
+        help_text="Most of the baseline's timed calls outlasted their launch cover: its time, "
+        "and the speedup, depend on the host's CPU as well as the GPU."
+    )
 
 
 class CatalogBarSerializer(serializers.Serializer):

@@ -67,6 +67,12 @@ class Measurement:
         return self.ref_median_ms
 
     @property
+    def reference_host_bound(self) -> bool:
+        """More than half the reference's timed calls outlasted their launch cover: its
+        time is its host's (launches, copies to the host) as much as its GPU's."""
+        return 2 * self.ref_host_bound_calls > self.ref_calls
+
+    @property
     def speedup(self) -> float:
         return self.baseline_ms / self.median_ms if self.median_ms > 0 else 0.0
 

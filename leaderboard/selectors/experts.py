@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from evaluator.harness.spec import environment_gpu
+from evaluator.harness.spec import Measurement, environment_gpu
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
 from leaderboard.catalog_bar import (
@@ -134,6 +134,20 @@ class BaselineRow:
     sol_percent: float | None
     tflops: float | None
     tbps: float | None
+    # (host-bound calls, calls) where most of the baseline's timed calls outlasted their
+    # launch cover: its time, and the speedup, depend on the host's CPU too.
+    ref_host_bound_calls: tuple[int, int] | None = None
+
+    @property
+    def ref_host_bound(self) -> bool:
+        return self.ref_host_bound_calls is not None
+
+
+def _host_bound_reference(timing: object) -> tuple[int, int] | None:
+    m = Measurement.from_dict(timing)
+    if m is None or not m.reference_host_bound:
+        return None
+    return m.ref_host_bound_calls, m.ref_calls
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,10 @@ class ExpertBaseline:
     geomean_speedup: float | None
     geomean_sol_percent: float | None
     catalog_bar: CatalogBar
+
+    @property
+    def host_bound_rows(self) -> list[BaselineRow]:
+        return [row for row in self.rows if row.ref_host_bound]
 
 
 def _scaled(value: float | None, factor: float) -> float | None:
@@ -216,6 +234,7 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
                 sol_percent=_scaled(r.sol_fraction, 100),
                 tflops=r.achieved_tflops,
                 tbps=r.achieved_tbps,
+                ref_host_bound_calls=_host_bound_reference(r.timing),
             )
             for r in results
         ],

@@ -29,7 +29,7 @@ FIXTURE_GPU = "Test Fixture GPU (not a measurement)"
 EXPERT_SOURCE = "import triton\n\nclass ModelNew:\n    pass\n"
 
 
-def gpu_workload(name, *, ref_ms, ms, role="timed", hidden=False, sol=0.5):
+def gpu_workload(name, *, ref_ms, ms, role="timed", hidden=False, sol=0.5, ref_host_bound=0):
     return workload_dict(
         name,
         role=role,
@@ -49,6 +49,7 @@ def gpu_workload(name, *, ref_ms, ms, role="timed", hidden=False, sol=0.5):
             "ref_iqr_ms": ref_ms / 100,
             "ref_calls": 200,
             "cold_start_ms": 40.0,
+            "ref_host_bound_calls": ref_host_bound,
         },
     )
 
@@ -298,6 +299,33 @@ def test_markdown_gives_each_tasks_geomean_and_says_when_the_expert_is_slower():
     assert "Timed workloads: 3 over 2 tasks." in text
     assert "Geometric mean over the 2 correct tasks: 1.40×." in text
     assert "- `topk_rows`: cli_error (mode —) no GPU here" in text
+
+
+def test_markdown_marks_a_baseline_bound_by_its_host_and_says_what_that_means():
+    data = md_fixture()
+    data["gemm_bf16"]["workloads"] = [
+        gpu_workload("bf16_8192", ref_ms=1.0, ms=1.25, sol=0.6, ref_host_bound=101),
+        gpu_workload("bf16_4096", ref_ms=1.0, ms=1.25, sol=0.6, ref_host_bound=100),
+    ]
+
+    text = baselines_md.render(data, source="docs/baselines.json")
+
+    # more than half of its 200 calls: marked; exactly half: not
+    assert "| `bf16_8192` | 1,000.0 † | 1,250.0 |" in text
+    assert "| `bf16_4096` | 1,000.0 | 1,250.0 |" in text
+    assert (
+        "† Host-bound baseline: timed calls that outlasted their launch cover, "
+        "`bf16_8192` 101 of 200." in text
+    )
+    assert "Baselines bound by their host (marked † below): `gemm_bf16`." in text
+    assert "row_softmax` 1" not in text
+
+
+def test_markdown_without_a_host_bound_baseline_says_nothing_about_it():
+    text = baselines_md.render(md_fixture(), source="docs/baselines.json")
+
+    assert "†" not in text
+    assert "bound by their host" not in text
 
 
 def test_markdown_names_the_file_each_expert_was_timed_against():

@@ -148,6 +148,38 @@ def test_task_page_shows_the_experts_numbers_and_the_gpu(client, task):
     assert "Meets the catalog's bar: beats its baseline" in html
 
 
+def test_task_page_marks_a_baseline_bound_by_its_host(client, task):
+    imported(
+        task,
+        workloads=[
+            gpu_workload("bf16_4096x4096", ref_ms=0.2, ms=0.1, ref_host_bound=150),
+            gpu_workload("fp32_1024x50000", ref_ms=0.9, ms=0.3, ref_host_bound=3),
+            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="hidden", hidden=True),
+        ],
+    )
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert (
+        '<td class="num">200.0 <span title="Host-bound: 150 of 200 timed calls outlasted '
+        'their launch cover">†</span></td>'
+    ) in html
+    assert '<td class="num">900.0</td>' in html
+    assert "† Host-bound baseline: <code>bf16_4096x4096</code> 150 of 200 timed calls" in html
+    assert "fp32_1024x50000</code> 3 of" not in html
+    rows = client.get(f"/api/tasks/{task.slug}/").json()["baseline"]["rows"]
+    assert [row["ref_host_bound"] for row in rows] == [True, False]
+
+
+def test_task_page_has_no_host_bound_note_when_no_baseline_is(client, task):
+    imported(task)
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert "host-bound-baseline" not in html
+    assert "†" not in html
+
+
 def test_task_page_labels_the_time_column_by_the_reference_without_a_baseline(client, task):
     imported(task)
 
@@ -252,6 +284,7 @@ def test_api_detail_has_the_baseline(client, task):
             "sol_percent": 70.0,
             "tflops": 12.5,
             "tbps": 3.25,
+            "ref_host_bound": False,
         }
     )
 
