@@ -17,6 +17,7 @@ from .services import (
 
 # The measured columns of a version row (its workloads are rows of their own).
 _VERSION_FIELDS = [field for field in MEASURED_FIELDS if field != "workloads"]
+_SOURCE_FIELDS = ("reference_source", "expert_source", "baseline_source")
 
 
 class GuidanceInline(admin.StackedInline):
@@ -96,6 +97,25 @@ class NewTaskVersionForm(forms.ModelForm):
         model = TaskVersion
         fields = ["task", *_VERSION_FIELDS]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Source text is measured as it is: no stripped trailing newline.
+        for name in _SOURCE_FIELDS:
+            self.fields[name].strip = False
+
+    def _clean_source(self, name: str) -> str:
+        # Browsers send a textarea's lines ending in CRLF; the catalog's files end in LF.
+        return (self.cleaned_data.get(name) or "").replace("\r\n", "\n")
+
+    def clean_reference_source(self) -> str:
+        return self._clean_source("reference_source")
+
+    def clean_expert_source(self) -> str:
+        return self._clean_source("expert_source")
+
+    def clean_baseline_source(self) -> str:
+        return self._clean_source("baseline_source")
+
     def clean_workloads(self):
         workloads = self.cleaned_data["workloads"]
         if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
@@ -154,18 +174,11 @@ class TaskVersionAdmin(admin.ModelAdmin):
         task = Task.objects.select_related("current_version").filter(pk=initial.get("task")).first()
         version = task.current_version if task else None
         if version is not None:
-            initial.update(
-                reference_source=version.reference_source,
-                expert_source=version.expert_source,
-                tolerances=version.tolerances,
-                forbidden_ops=version.forbidden_ops,
-                inplace=version.inplace,
-                seeds=version.seeds,
-                workloads=[
-                    {key: getattr(w, key) for key in WORKLOAD_FIELDS}
-                    for w in version.workloads.all()
-                ],
-            )
+            # Every measured field: one left out would be saved empty in the new version.
+            initial.update({field: getattr(version, field) for field in _VERSION_FIELDS})
+            initial["workloads"] = [
+                {key: getattr(w, key) for key in WORKLOAD_FIELDS} for w in version.workloads.all()
+            ]
         return initial
 
     def save_model(self, request, obj, form, change):

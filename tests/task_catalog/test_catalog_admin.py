@@ -7,7 +7,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from task_catalog.models import Task, TaskVersion
-from task_catalog.services import catalog_load
+from task_catalog.services import MEASURED_FIELDS, catalog_load
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,6 +51,78 @@ def test_new_version_form_is_prefilled_from_the_current_version(admin_client, ta
     response = admin_client.get(url)
     assert response.status_code == 200
     assert b"hidden_fp32_1x1" in response.content  # workloads JSON
+
+
+@pytest.fixture
+def task_with_baseline(tmp_path: Path) -> Task:
+    """A task with a `baseline.py` and allowed ops: the optional measured fields set."""
+    folder = tmp_path / "fused_adamw"
+    shutil.copytree(settings.BASE_DIR / "catalog" / "fused_adamw", folder)
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            "inplace = true\n", 'inplace = true\nallowed_ops = ["aten::mul"]\n'
+        )
+    )
+    catalog_load(directory=tmp_path)
+    task = Task.objects.get()
+    assert task.current_version.baseline_source and task.current_version.allowed_ops
+    return task
+
+
+def test_new_version_form_is_prefilled_with_every_measured_field(admin_client, task_with_baseline):
+    version = task_with_baseline.current_version
+    url = reverse("admin:task_catalog_taskversion_add") + f"?task={task_with_baseline.pk}"
+
+    initial = admin_client.get(url).context["adminform"].form.initial
+
+    for field in MEASURED_FIELDS:
+        if field != "workloads":
+            assert initial[field] == getattr(version, field), field
+    assert [w["name"] for w in initial["workloads"]] == [w.name for w in version.workloads.all()]
+
+
+def prefilled_form_data(admin_client, task: Task) -> dict:
+    """What a browser posts back from the new-version form as it was filled in: textarea
+    lines end in CRLF."""
+    url = reverse("admin:task_catalog_taskversion_add") + f"?task={task.pk}"
+    form = admin_client.get(url).context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items() if v is not False}
+    return {k: v.replace("\n", "\r\n") if isinstance(v, str) else v for k, v in data.items()}
+
+
+def test_the_prefilled_form_saved_unchanged_keeps_the_current_version(
+    admin_client, task_with_baseline
+):
+    old = task_with_baseline.current_version
+
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        prefilled_form_data(admin_client, task_with_baseline),
+    )
+
+    assert response.status_code == 302
+    task_with_baseline.refresh_from_db()
+    assert task_with_baseline.current_version == old
+    assert TaskVersion.objects.count() == 1
+
+
+def test_a_new_version_from_the_prefilled_form_keeps_the_baseline_and_allowed_ops(
+    admin_client, task_with_baseline
+):
+    old = task_with_baseline.current_version
+    data = prefilled_form_data(admin_client, task_with_baseline)
+    data["reference_source"] = old.reference_source + "\n# v2\n"
+
+    response = admin_client.post(reverse("admin:task_catalog_taskversion_add"), data)
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    task_with_baseline.refresh_from_db()
+    new = task_with_baseline.current_version
+    assert new.number == 2
+    assert new.baseline_source == old.baseline_source
+    assert new.allowed_ops == old.allowed_ops
 
 
 def new_version_data(task: Task, **changes) -> dict:
