@@ -72,6 +72,10 @@ LEADERBOARD_COLUMNS = (
         "higher",
         True,
     ),
+    *(
+        Column(f"discovery_{k}", f"Disc. {k}", f"Discovery score at {k}.", "higher", True)
+        for k in LEVEL_KEYS
+    ),
     Column("turns", "Turns", "Agent turns used over all tasks.", "lower", True),
 )
 SORT_KEYS = frozenset(c.key for c in LEADERBOARD_COLUMNS)
@@ -93,6 +97,7 @@ def _runs_filter(runs: QuerySet[Any], filters: Filters, prefix: str = "run__") -
 def _score_record(score: RunScore) -> dict[str, Any]:
     run = score.run
     implementation = score.implementation or {}
+    discovery = score.discovery or {}
     return {
         "run_id": run.pk,
         "hardware": score.hardware,
@@ -111,7 +116,8 @@ def _score_record(score: RunScore) -> dict[str, Any]:
         "geomean_n": score.geomean_n,
         "implementation": implementation.get("combined"),
         **{f"implementation_{k}": implementation.get(k) for k in LEVEL_KEYS},
-        "discovery": (score.discovery or {}).get("combined"),
+        "discovery": discovery.get("combined"),
+        **{f"discovery_{k}": discovery.get(k) for k in LEVEL_KEYS},
         "turns": score.turns,
         "tasks_total": score.tasks_total,
         "tasks_correct": score.tasks_correct,
@@ -209,6 +215,9 @@ PAIR_METRICS = (
     ("implementation_L2", "Impl. L2", "higher"),
     ("implementation_L3", "Impl. L3", "higher"),
     ("discovery", "Discovery", "higher"),
+    ("discovery_L1", "Disc. L1", "higher"),
+    ("discovery_L2", "Disc. L2", "higher"),
+    ("discovery_L3", "Disc. L3", "higher"),
     ("turns", "Turns", "lower"),
 )
 PAIR_COLUMNS = (
@@ -265,6 +274,8 @@ def _uplift_flat(without: RunScore, with_guidance: RunScore) -> dict[str, Any]:
     for k in LEVEL_KEYS:
         flat[f"implementation_{k}"] = nested["implementation"].get(k)
     flat["discovery"] = nested["discovery"].get("combined")
+    for k in LEVEL_KEYS:
+        flat[f"discovery_{k}"] = nested["discovery"].get(k)
     return flat
 
 

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 
 import pytest
 from django.urls import reverse
@@ -12,7 +13,7 @@ from tests.factories import RunFactory
 pytestmark = pytest.mark.django_db
 
 
-def scored(*, hardware="NVIDIA H200", ps=1.5, correct=0.9, impl=None, **run):
+def scored(*, hardware="NVIDIA H200", ps=1.5, correct=0.9, impl=None, disc=None, turns=300, **run):
     run = RunFactory(hardware=hardware, **run)
     implementation = impl or {"L1": 60.0, "L2": 50.0, "L3": 40.0, "combined": 50.0}
     RunScore.objects.create(
@@ -27,8 +28,8 @@ def scored(*, hardware="NVIDIA H200", ps=1.5, correct=0.9, impl=None, **run):
         geomean_n=20,
         fast_p=[[0.0, correct], [1.0, 0.5]],
         implementation=implementation,
-        discovery={"combined": 30.0},
-        turns=300,
+        discovery=disc or {"combined": 30.0},
+        turns=turns,
     )
     return run
 
@@ -92,6 +93,43 @@ def test_paired_view_shows_the_uplift_per_metric(client):
     [record] = client.get("/api/leaderboard/paired/").json()
     assert record["without_run_id"] == without.pk and record["with_run_id"] == guided.pk
     assert record["performance_score_uplift"] == pytest.approx(0.49)
+
+
+def test_discovery_is_given_per_level_in_the_leaderboard_and_its_exports(client):
+    run = scored(disc={"L1": 40.0, "L2": 20.0, "L3": None, "combined": 30.0})
+
+    html = client.get(reverse("leaderboard:leaderboard")).content.decode()
+    [row] = client.get("/api/leaderboard/").json()
+    [csv_row] = csv.DictReader(
+        io.StringIO(client.get("/api/leaderboard/", {"format": "csv"}).content.decode())
+    )
+
+    assert (row["discovery_L1"], row["discovery_L2"], row["discovery_L3"]) == (40.0, 20.0, None)
+    assert (csv_row["discovery_L1"], csv_row["discovery_L3"]) == ("40.0", "")
+    assert ">Disc. L2</a>" in html
+    # one cell per header in every row: the per-level cells line up with their columns
+    table = html[html.index('<table class="leaderboard') : html.index("</table>")]
+    headers = len(re.findall(r"<th[ >]", table[: table.index("</thead>")]))
+    run_row = table[table.index(f'id="run-{run.pk}"') :]
+    run_row = run_row[: run_row.index("</tr>")]
+    assert run_row.count("<td") == headers
+
+
+def test_paired_view_shows_discovery_per_level_and_turns_with_their_uplift(client):
+    _, guided = pair(disc={"L1": 10.0, "L2": 0.0, "L3": None, "combined": 5.0}, turns=320)
+    guided.score.discovery = {"L1": 30.0, "L2": 20.0, "L3": None, "combined": 25.0}
+    guided.score.turns = 280
+    guided.score.save()
+
+    html = client.get(reverse("leaderboard:paired")).content.decode()
+    [record] = client.get("/api/leaderboard/paired/").json()
+
+    assert record["discovery_L1_uplift"] == pytest.approx(20.0)
+    assert record["discovery_L3_uplift"] is None
+    assert record["turns_uplift"] == -40
+    assert "5 (10/0/—)" in html and "25 (30/20/—)" in html
+    assert '<td class="num uplift">+20.00</td>' in html
+    assert '<td class="num uplift">-40</td>' in html
 
 
 def test_home_shows_every_published_pair_and_one_chart(client):
