@@ -1,4 +1,5 @@
-"""REST API of assessments: judges post their verdicts; anyone reads a task's rubric."""
+"""REST API of assessments: judges post their verdicts; anyone reads a task's rubric. The
+submission API gives a submission's assessed properties with `PropertyResultSerializer`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.auth import JUDGE_PERMISSION, HasScope, authenticated_user
+from scoring.models import AssessmentSource
 from scoring.selectors import task_rubric
 from scoring.services import AssessmentsInvalid, assessment_record
 
@@ -39,6 +41,50 @@ ITEM = inline_serializer(
     },
     many=True,
 )
+
+
+class PropertyOtherSerializer(serializers.Serializer):
+    # The stubs see Field.source (a str) here; DRF's serializer metaclass moves declared
+    # fields off the class, so a field named `source` shadows nothing at run time.
+    source = serializers.ChoiceField(choices=AssessmentSource.choices)  # type: ignore[assignment]
+    value = serializers.BooleanField(help_text="Implemented, in this source's view.")
+    rationale = serializers.CharField()
+
+
+class PropertyResultSerializer(serializers.Serializer):
+    """One design property of a submission, as the submission's page shows it."""
+
+    key = serializers.CharField()
+    level = serializers.CharField()
+    title = serializers.CharField()
+    weight = serializers.FloatField()
+    depends_on = serializers.ListField(
+        child=serializers.CharField(), help_text="Keys of the properties it needs."
+    )
+    implemented = serializers.BooleanField(
+        allow_null=True,
+        help_text="The effective assessment's value; null: not assessed (counts as not "
+        "implemented).",
+    )
+    credited = serializers.BooleanField(
+        help_text="Implemented and every dependency implemented: the weight counts."
+    )
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=AssessmentSource.choices,
+        allow_null=True,
+        help_text="Who decided the effective assessment (precedence admin > judge > "
+        "counters > detector); null when not assessed.",
+    )
+    judge = serializers.CharField(help_text="The judge's model or name, for a judge source.")
+    rationale = serializers.CharField()
+    evidence = serializers.JSONField(help_text="Snippets, names, figures: a list or an object.")
+    counters_note = serializers.CharField(
+        help_text="Why the hardware counters could not decide a property with a counter "
+        "rule; empty otherwise."
+    )
+    others = PropertyOtherSerializer(
+        many=True, help_text="The other sources' assessments, kept beside the effective one."
+    )
 
 
 class AssessmentCreateApi(APIView):

@@ -1,4 +1,5 @@
-"""REST API of submissions (token auth): upload, list one's own, read one with its evaluation."""
+"""REST API of submissions (token auth): upload, list one's own, read one with its
+evaluation and its design properties."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.pagination import PageNumberPagination
@@ -19,6 +20,7 @@ from rest_framework.views import APIView
 from core.auth import HasScope, authenticated_user
 from core.pagination import paginated
 from core.quotas import QuotaExceeded
+from evaluator.models import Evaluation
 from evaluator.selectors import (
     RESULT_FIELDS,
     evaluation_job_view,
@@ -29,6 +31,8 @@ from leaderboard.selectors import evaluation_expert_fractions
 from moderation.models import ModerationKind
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
+from scoring.api import PropertyResultSerializer
+from scoring.selectors import submission_properties_view
 from submissions.models import Submission
 from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
 from submissions.services import submission_upload, submission_visibility_set
@@ -144,13 +148,30 @@ class SubmissionListItemSerializer(SubmissionSerializer):
 
 class SubmissionDetailSerializer(SubmissionSerializer):
     evaluation = serializers.SerializerMethodField()
+    properties = serializers.SerializerMethodField(
+        help_text="The task's design properties as the submission page shows them, by "
+        "level (L1, L2, L3) and position: whether each is implemented in this code, by "
+        "which source, with its rationale and evidence, and the other sources beside it."
+    )
 
     class Meta(SubmissionSerializer.Meta):
-        fields = (*SubmissionSerializer.Meta.fields, "source", "evaluation")
+        fields = (*SubmissionSerializer.Meta.fields, "source", "evaluation", "properties")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._evaluations: dict[int, Evaluation | None] = {}
+
+    def _latest_evaluation(self, submission: Submission) -> Evaluation | None:
+        # The evaluation and the properties (their counters note) read the same row: once.
+        if submission.pk not in self._evaluations:
+            self._evaluations[submission.pk] = evaluation_latest_for_submission(
+                submission=submission
+            )
+        return self._evaluations[submission.pk]
 
     @extend_schema(responses=EvaluationSerializer(allow_null=True))
     def get_evaluation(self, submission: Submission) -> dict[str, Any] | None:
-        evaluation = evaluation_latest_for_submission(submission=submission)
+        evaluation = self._latest_evaluation(submission)
         if evaluation is None:
             return None
         view = evaluation_view_for_viewer(evaluation=evaluation, user=self.context["user"])
@@ -168,6 +189,15 @@ class SubmissionDetailSerializer(SubmissionSerializer):
             "job": evaluation_job_view(evaluation=evaluation).as_dict(),
         }
         return EvaluationSerializer(data).data
+
+    @extend_schema_field(PropertyResultSerializer(many=True))
+    def get_properties(self, submission: Submission) -> list[dict[str, Any]]:
+        levels = submission_properties_view(
+            submission=submission, evaluation=self._latest_evaluation(submission)
+        )
+        rows = [view.as_dict() for level in levels for view in level.properties]
+        # many=True makes a ListSerializer (data: a list); the stubs type it as the child's.
+        return PropertyResultSerializer(rows, many=True).data  # type: ignore[return-value]
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
@@ -292,8 +322,8 @@ class SubmissionListCreateApi(APIView):
 
 
 class SubmissionDetailApi(APIView):
-    """`GET`: the submission with its latest evaluation. `PATCH {"is_public": …}`: the
-    owner publishes or unpublishes it."""
+    """`GET`: the submission with its latest evaluation and its design properties.
+    `PATCH {"is_public": …}`: the owner publishes or unpublishes it."""
 
     def get_permissions(self) -> list[Any]:
         return [AllowAny()] if self.request.method == "GET" else [HasScope("upload")]

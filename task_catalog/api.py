@@ -61,6 +61,28 @@ class TaskSummarySerializer(serializers.ModelSerializer):
 
 class TaskDetailSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(source="current_version.number")
+    reference_source = serializers.CharField(
+        source="current_version.reference_source",
+        help_text="The version's PyTorch reference (reference.py): what outputs are checked "
+        "against.",
+    )
+    seeds = serializers.IntegerField(
+        source="current_version.seeds",
+        help_text="Fresh secret seeds drawn per workload per evaluation (a count).",
+    )
+    inplace = serializers.BooleanField(
+        source="current_version.inplace", help_text="The output is written in place."
+    )
+    forbidden_ops = serializers.ListField(
+        source="current_version.forbidden_ops",
+        child=serializers.CharField(),
+        help_text="Library ops a submission may not call: those that compute the answer.",
+    )
+    timed_against = serializers.CharField(
+        source="current_version.timed_against",
+        help_text="What speedups are measured against: `baseline.py` where the version has "
+        "one, else `reference.py`.",
+    )
     workloads = serializers.SerializerMethodField()
     baseline = serializers.SerializerMethodField(
         help_text="The expert implementation's latest GPU result on this version, or null."
@@ -76,6 +98,11 @@ class TaskDetailSerializer(serializers.ModelSerializer):
             "category",
             "statement",
             "version",
+            "reference_source",
+            "seeds",
+            "inplace",
+            "forbidden_ops",
+            "timed_against",
             "workloads",
             "guidance",
             "properties",
@@ -106,8 +133,8 @@ class TaskListAPI(generics.ListAPIView):
 
 
 class TaskDetailAPI(generics.RetrieveAPIView):
-    """One task: statement, public workloads, guidance by level, design properties and the
-    expert's GPU baseline."""
+    """One task: statement, the current version's reference and measurement settings,
+    public workloads, guidance by level, design properties and the expert's GPU baseline."""
 
     serializer_class = TaskDetailSerializer
     permission_classes = [AllowAny]

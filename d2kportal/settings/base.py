@@ -138,6 +138,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Named for what it is, not for the field (`source`) it first appeared in.
+    "ENUM_NAME_OVERRIDES": {"AssessmentSourceEnum": "scoring.models.AssessmentSource"},
 }
 
 # django-q2: the ORM broker is the embedded default; D2K_REDIS_URL switches to Redis.

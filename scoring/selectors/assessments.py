@@ -57,6 +57,29 @@ class PropertyView:
     credited: bool  # implemented and every dependency implemented
     counters_note: str  # why counters could not decide, for a property with a counter rule
 
+    def as_dict(self) -> dict[str, Any]:
+        """What the submission page shows of the property, as the API gives it: the
+        effective assessment (`implemented` is None when none), and each other source's."""
+        p, a = self.property, self.effective
+        return {
+            "key": p.key,
+            "level": p.level,
+            "title": p.title,
+            "weight": p.weight,
+            "depends_on": list(p.depends_on),
+            "implemented": None if a is None else a.value,
+            "credited": self.credited,
+            "source": None if a is None else a.source,
+            "judge": "" if a is None else a.judge,
+            "rationale": "" if a is None else a.rationale,
+            "evidence": [] if a is None else a.evidence,
+            "counters_note": self.counters_note,
+            "others": [
+                {"source": o.source, "value": o.value, "rationale": o.rationale}
+                for o in self.others
+            ],
+        }
+
 
 @dataclass(frozen=True)
 class LevelView:

@@ -106,6 +106,7 @@ def test_the_submissions_api_takes_the_same_queries_whatever_the_number_of_kerne
     # the token with its user, the count, the page (owner, task and version joined)
     with django_assert_num_queries(3):
         assert client.get("/api/submissions/").status_code == 200
-    # the token with its user, the submission, its latest evaluation, its results
-    with django_assert_num_queries(4):
+    # the token with its user, the submission, its latest evaluation, its results, the
+    # task's properties, their assessments
+    with django_assert_num_queries(6):
         assert client.get(f"/api/submissions/{newest.pk}/").status_code == 200

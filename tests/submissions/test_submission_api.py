@@ -5,9 +5,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from core.unavailable import ServiceUnavailable
+from scoring.models import Assessment
 from submissions import api as submissions_api
 from submissions.models import Submission
 from tests.factories import (
+    DesignPropertyFactory,
     EvaluationFactory,
     SubmissionFactory,
     UserFactory,
@@ -127,8 +129,9 @@ def test_detail_has_the_latest_evaluation_with_its_workloads(api, user, django_a
     WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
 
     api.get(LIST)  # the token's first use writes `last_used_at` (at most once a minute)
-    # token+user, submission, evaluation, its results, the expert's results on its GPU
-    with django_assert_num_queries(5):
+    # token+user, submission, evaluation, its results, the expert's results on its GPU,
+    # the task's properties, their assessments
+    with django_assert_num_queries(7):
         response = api.get(detail_url(evaluation.submission.pk))
 
     body = response.json()
@@ -233,3 +236,143 @@ def test_the_detail_shows_the_jobs_state_and_what_happens_next(api, user):
     assert job["state"] == "queued"
     assert job["attempt"] == 0 and job["max_attempts"] == 3
     assert job["next_step"] == "Waiting for a worker (next in line)."
+
+
+def assess(submission, key, source, value, **fields):
+    return Assessment.objects.create(
+        kind="implemented",
+        source=source,
+        property=submission.task.properties.get(key=key),
+        task=submission.task,
+        submission=submission,
+        value=value,
+        **fields,
+    )
+
+
+@pytest.fixture
+def assessed(user):
+    """A private, finished submission whose task has four properties: one implemented by
+    the detector alone, one by a judge over the detector, one with a counter rule nobody
+    assessed, and one implemented on a dependency that is not."""
+    evaluation = EvaluationFactory(
+        submission__owner=user, submission__is_public=False, environment={"counters": "no ncu"}
+    )
+    submission = evaluation.submission
+    task = submission.task
+    DesignPropertyFactory(task=task, key="max", level="L1", weight=1.0, position=0)
+    DesignPropertyFactory(
+        task=task, key="online", level="L1", weight=2.0, depends_on=["max"], position=1
+    )
+    DesignPropertyFactory(
+        task=task, key="fused", level="L3", weight=1.0, depends_on=["single_pass"], position=0
+    )
+    DesignPropertyFactory(
+        task=task,
+        key="single_pass",
+        level="L2",
+        weight=2.0,
+        counters={"kind": "traffic", "max_ratio": 1.3},
+        position=0,
+    )
+    assess(submission, "max", "detector", True, rationale="tl.max found", evidence=["tl.max(x, 0)"])
+    assess(submission, "online", "detector", False, rationale="no running sum")
+    assess(
+        submission,
+        "online",
+        "judge",
+        True,
+        rationale="keeps a running max and sum",
+        evidence={"line": 12},
+        judge="judge-model-7",
+        who=UserFactory(username="the-judges-account"),
+    )
+    assess(submission, "fused", "detector", True, rationale="one kernel")
+    return submission
+
+
+def test_detail_has_the_design_properties_as_the_page_shows_them(
+    api, assessed, django_assert_num_queries
+):
+    api.get(LIST)  # the token's first use writes `last_used_at` (at most once a minute)
+    # token+user, submission, evaluation, its results, the task's properties, their
+    # assessments: as many whatever the number of properties and assessments
+    with django_assert_num_queries(6):
+        response = api.get(detail_url(assessed.pk))
+
+    assert response.status_code == 200
+    properties = {p["key"]: p for p in response.json()["properties"]}
+    assert list(properties) == ["max", "online", "single_pass", "fused"]  # L1, L2, L3
+    assert properties["max"] == {
+        "key": "max",
+        "level": "L1",
+        "title": "max",
+        "weight": 1.0,
+        "depends_on": [],
+        "implemented": True,
+        "credited": True,
+        "source": "detector",
+        "judge": "",
+        "rationale": "tl.max found",
+        "evidence": ["tl.max(x, 0)"],
+        "counters_note": "",
+        "others": [],
+    }
+    online = properties["online"]
+    assert (online["implemented"], online["credited"]) == (True, True)
+    assert (online["source"], online["judge"]) == ("judge", "judge-model-7")
+    assert online["depends_on"] == ["max"] and online["evidence"] == {"line": 12}
+    assert online["others"] == [
+        {"source": "detector", "value": False, "rationale": "no running sum"}
+    ]
+    single_pass = properties["single_pass"]
+    assert (single_pass["implemented"], single_pass["source"]) == (None, None)  # not assessed
+    assert single_pass["credited"] is False
+    assert single_pass["counters_note"] == "counters not read: no ncu"
+    fused = properties["fused"]
+    assert (fused["implemented"], fused["credited"]) == (True, False)  # its dependency is not
+
+
+def test_detail_properties_say_what_the_submission_page_says(client, user, assessed):
+    client.force_login(user)
+    page = client.get(reverse("submissions:detail", args=[assessed.pk])).content.decode()
+    api = APIClient()
+    api.force_authenticate(user)
+    for row in api.get(detail_url(assessed.pk)).json()["properties"]:
+        assert f'id="property-{row["key"]}"' in page
+        assert row["rationale"] in page and row["counters_note"] in page
+
+
+def test_detail_properties_never_name_who_recorded_an_assessment(assessed):
+    client = APIClient()
+    client.force_authenticate(assessed.owner)
+    body = client.get(detail_url(assessed.pk)).json()
+    assert "the-judges-account" not in str(body)
+    assert all("who" not in row for row in body["properties"])
+
+
+def test_a_private_submissions_properties_are_404_to_others(assessed):
+    other = APIClient()
+    other.force_authenticate(UserFactory())
+    for client in (APIClient(), other):
+        response = client.get(detail_url(assessed.pk))
+        assert response.status_code == 404
+        assert "keeps a running max" not in response.content.decode()
+
+
+def test_a_task_without_properties_gives_an_empty_list():
+    submission = SubmissionFactory(is_public=True)
+    assert APIClient().get(detail_url(submission.pk)).json()["properties"] == []
+
+
+def test_the_schema_describes_the_submissions_properties(client):
+    schema = client.get(reverse("api-schema") + "?format=json").json()
+    components = schema["components"]["schemas"]
+    field = components["SubmissionDetail"]["properties"]["properties"]
+    assert "design properties as the submission page shows them" in field["description"]
+    assert field["items"]["$ref"] == "#/components/schemas/PropertyResult"
+    documented = components["PropertyResult"]["properties"]
+    assert "not assessed" in documented["implemented"]["description"]
+    assert {"key", "level", "weight", "implemented", "source", "evidence", "others"} <= set(
+        documented
+    )

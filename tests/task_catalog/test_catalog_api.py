@@ -1,12 +1,14 @@
 import pytest
 
 from scoring.services import scores_refresh
+from task_catalog.models import Task
 from tests.factories import (
     DesignPropertyFactory,
     EvaluationFactory,
     GuidanceFactory,
     SubmissionFactory,
     UserFactory,
+    WorkloadFactory,
     WorkloadResultFactory,
     task_with_workloads,
 )
@@ -57,6 +59,71 @@ def test_task_detail_has_public_workloads_guidance_and_properties(client, task):
 def test_task_detail_never_contains_hidden_workloads(client, task):
     body = client.get("/api/tasks/row_softmax/").content.decode()
     assert "hidden_a" not in body and "check_hidden" not in body
+
+
+def test_task_detail_has_the_reference_and_settings_the_page_shows(client, task):
+    version = task.current_version
+    version.reference_source = "class Model:\n    def forward(self, x):\n        return x\n"
+    version.seeds, version.inplace = 5, True
+    version.forbidden_ops = ["aten::_softmax", "aten::softmax"]
+    version.save()
+
+    data = client.get("/api/tasks/row_softmax/").json()
+
+    assert data["reference_source"] == version.reference_source
+    assert data["seeds"] == 5 and data["inplace"] is True
+    assert data["forbidden_ops"] == ["aten::_softmax", "aten::softmax"]
+    assert data["timed_against"] == "reference.py"
+    page = client.get("/tasks/row_softmax/").content.decode()
+    assert "5 seeds per workload" in page and "output written in place" in page
+    assert "aten::softmax" in page and "reference.py" in page
+
+
+def test_task_detail_is_timed_against_the_baseline_where_the_version_has_one(client, task):
+    task.current_version.baseline_source = "class Baseline:\n    SECRET_ISH = 1\n"
+    task.current_version.save()
+    data = client.get("/api/tasks/row_softmax/").json()
+    assert data["timed_against"] == "baseline.py"
+    assert "SECRET_ISH" not in str(data)  # the page never shows the baseline's code
+
+
+def test_task_detail_gives_no_hidden_workload_nor_what_the_page_does_not_show(client):
+    task_with_workloads(
+        task__slug="shapes",
+        timed={"timed_a": {"params": {"rows": 128}}},
+        hidden=[],
+        expert_source="class ModelNew:\n    EXPERT_ONLY = 1\n",
+        tolerances={"default": {"atol": 0.000123, "rtol": 0.000456, "rel_l2": 1e-4}},
+    )
+    version = Task.objects.get(slug="shapes").current_version
+    WorkloadFactory(
+        version=version, name="secret_tail", role="hidden", params={"rows": 777001}, position=1
+    )
+    WorkloadFactory(
+        version=version,
+        name="secret_check",
+        role="check",
+        hidden=True,
+        params={"rows": 888002},
+        position=2,
+    )
+
+    response = client.get("/api/tasks/shapes/")
+    body = response.content.decode()
+
+    assert [w["params"] for w in response.json()["workloads"]] == [{"rows": 128}]
+    for secret in ("secret_tail", "777001", "secret_check", "888002"):
+        assert secret not in body
+    for unshown in ("EXPERT_ONLY", "0.000123", "0.000456", "content_hash", "allowed_ops"):
+        assert unshown not in body
+
+
+def test_task_detail_takes_as_many_queries_with_the_new_fields(
+    client, task, django_assert_num_queries
+):
+    # task + version, public workloads, guidance, properties, the expert's baseline
+    with django_assert_num_queries(5):
+        assert client.get("/api/tasks/row_softmax/").status_code == 200
 
 
 def test_task_detail_unknown_slug_is_404(client):
