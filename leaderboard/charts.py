@@ -249,6 +249,68 @@ def level_scores_figure(
     }
 
 
+NOT_SCORED = "not scored"
+EXAMPLE_TAG = "example data"
+_BARGAP = 0.2
+
+
+def run_level_scores_figure(
+    *,
+    rows: Sequence[Mapping[str, Any]],
+    score: str = "implementation",
+    uplift: Mapping[str, float | None] | None = None,
+) -> dict[str, Any]:
+    """`level_scores_figure` as the run page draws it: the run and its twin side by side.
+
+    Rows are as `level_scores_figure`'s, plus `is_example`; the run page passes the run
+    without guidance first, so each level reads without → with. A level without a score
+    (None) carries a "not scored" label where its bar would stand: plotly draws nothing
+    for None, which would read as 0. `uplift` ({"L1", "L2", "L3", "combined"}: with −
+    without, or None) is written under each level's name, and each score over its bar;
+    example runs are tagged as example data in the legend and the title.
+    """
+    rows = [
+        {**row, "label": f"{row['label']} · {EXAMPLE_TAG}"} if row.get("is_example") else row
+        for row in rows
+    ]
+    figure = level_scores_figure(rows=rows, score=score)
+    for trace in figure["data"]:
+        # The value over each bar: a score of 0 shows as "0", never as an empty slot.
+        trace |= {"texttemplate": "%{y:.0f}", "textposition": "outside", "cliponaxis": False}
+    keys = figure["data"][0]["x"] if figure["data"] else []
+    layout = figure["layout"]
+    layout["showlegend"] = True  # the legend names the run even when it is drawn alone
+    # Grouped bars share (1 − bargap) of a category; bar i of n sits at this offset.
+    width = (1 - _BARGAP) / max(len(rows), 1)
+    layout["bargap"] = _BARGAP
+    layout["annotations"] = [
+        {
+            "x": k + (i + 0.5) * width - (1 - _BARGAP) / 2,
+            "y": 0,
+            "xref": "x",
+            "yref": "y",
+            "yanchor": "bottom",
+            "text": NOT_SCORED.replace(" ", "<br>"),
+            "showarrow": False,
+            "font": {"size": 11, "color": "#5b6475"},
+        }
+        for i, trace in enumerate(figure["data"])
+        for k, value in enumerate(trace["y"])
+        if value is None
+    ]
+    if uplift is not None:
+        layout["xaxis"] |= {
+            "tickvals": list(keys),
+            "ticktext": [
+                key if uplift.get(key) is None else f"{key}<br>uplift {uplift[key]:+.1f}"
+                for key in keys
+            ],
+        }
+    if any(row.get("is_example") for row in rows):
+        layout["title"]["text"] += f" · {EXAMPLE_TAG}"
+    return figure
+
+
 def fast_p_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """fast_p curves: one line per run; each row has `label` and `fast_p` ([[p, share]…])."""
     data = [

@@ -34,3 +34,8 @@ def submission_rankable_q(prefix: str = "") -> Q:
 def run_rankable_q(prefix: str = "") -> Q:
     """The same filter for runs."""
     return Q(**{f"{prefix}is_public": True}) & ~Q(**{f"{prefix}moderation__in": UNRANKED_STATES})
+
+
+def run_rankable(run: Run) -> bool:
+    """`run_rankable_q` for a run already read (no query)."""
+    return run.is_public and run.moderation not in UNRANKED_STATES

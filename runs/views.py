@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from core.auth import authenticated_user
 from core.quotas import QuotaExceeded
+from leaderboard.selectors.breakdowns import run_level_charts
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
@@ -67,9 +68,11 @@ def upload(request: HttpRequest) -> HttpResponse:
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
     detail = run_detail(run=run, user=request.user)
+    scores = run_scores_view(run=run, pair=detail.pair)
     context: dict[str, object] = {
         "detail": detail,
-        "scores": run_scores_view(run=run, pair=detail.pair),
+        "scores": scores,
+        "charts": run_level_charts(run=run, pair=detail.pair, scores=scores),
         "run": run,
         "moderation_actions": moderation_actions_for(run=run),
         "is_owner": request.user.is_authenticated and request.user.pk == run.owner_id,

@@ -1,5 +1,6 @@
 """The breakdown charts' rows: per-level scores, fast_p, speedup spread, speed of light
-per workload and the design properties runs miss most (4 queries for any number of runs)."""
+per workload and the design properties runs miss most (4 queries for any number of runs);
+and the run page's per-level charts (no query: they draw the scores the page read)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.models import WorkloadResult
+from moderation.selectors import run_rankable
+from runs.models import Run
 from scoring.models import SOURCE_PRECEDENCE, Assessment, AssessmentKind, RunScore, TaskScore
+from scoring.selectors.runs import RunScoresView
 from task_catalog.models import Workload
 
+from ..charts import run_level_scores_figure
 from ..filters import Filters
 from .board import leaderboard_rows
 
@@ -106,3 +111,44 @@ def property_implemented_shares(*, run_ids: list[int]) -> list[dict[str, Any]]:
         {"level": meta[p][0], "label": meta[p][1], "share": sum(v) / len(v)}
         for p, v in implemented.items()
     ]
+
+
+@dataclass(frozen=True)
+class RunCharts:
+    figures: list[tuple[str, dict[str, Any]]]  # (element id, figure)
+    # The charted runs the breakdowns page shows (public, not held back), when the run is one.
+    breakdown_ids: list[int]
+
+
+def run_level_charts(*, run: Run, pair: Run | None, scores: RunScoresView) -> RunCharts:
+    """The run page's implementation and discovery scores per level: the run and, beside it,
+    its twin (the run without guidance first), from the scores the page already read.
+
+    A chart is drawn only where some level of some charted run has a score, and none at
+    all while the run's own scores are not computed.
+    """
+    if scores.mine is None:
+        return RunCharts(figures=[], breakdown_ids=[])
+    sides = [(run, scores.mine, "this run")]
+    if pair is not None and scores.twin is not None:
+        sides.append((pair, scores.twin, "twin"))
+    sides.sort(key=lambda side: side[0].condition != "none")
+    figures = []
+    for name in ("implementation", "discovery"):
+        rows = [
+            {
+                "label": f"#{r.pk} {who}",
+                "condition": r.condition,
+                "is_example": r.is_example,
+                "scores": data[name],
+            }
+            for r, data, who in sides
+        ]
+        if all(value is None for row in rows for value in row["scores"].values()):
+            continue
+        uplift = scores.uplift[name] if scores.uplift else None
+        figures.append(
+            (f"run-{name}", run_level_scores_figure(rows=rows, score=name, uplift=uplift))
+        )
+    ranked = [r.pk for r, _, _ in sides if run_rankable(r)] if figures and run_rankable(run) else []
+    return RunCharts(figures=figures, breakdown_ids=ranked)

@@ -2,7 +2,11 @@ import json
 
 import pytest
 
-from leaderboard.charts import property_dependency_figure, workload_speedup_figure
+from leaderboard.charts import (
+    property_dependency_figure,
+    run_level_scores_figure,
+    workload_speedup_figure,
+)
 from leaderboard.selectors import RankingRow
 
 
@@ -61,3 +65,72 @@ def test_property_figure_places_levels_in_columns_and_draws_dependencies():
 def test_property_figure_without_properties_is_empty():
     figure = property_dependency_figure(properties=[])
     assert figure["data"] == [] and figure["layout"]["annotations"] == []
+
+
+def levels(l1, l2, l3, combined):
+    return {"L1": l1, "L2": l2, "L3": l3, "combined": combined}
+
+
+def test_run_level_figure_puts_the_run_without_guidance_beside_its_twin_with_the_uplift():
+    rows = [
+        {"label": "#1 twin", "condition": "none", "scores": levels(50.0, 25.0, None, 40.0)},
+        {"label": "#2 this run", "condition": "L1", "scores": levels(80.0, 50.0, None, 70.0)},
+    ]
+    uplift = levels(30.0, 25.0, None, 30.0)
+
+    figure = run_level_scores_figure(rows=rows, uplift=uplift)
+
+    assert [t["name"] for t in figure["data"]] == ["#1 twin (none)", "#2 this run (L1)"]
+    assert figure["data"][0]["x"] == ["L1", "L2", "L3", "combined"]
+    assert figure["data"][0]["y"] == [50.0, 25.0, None, 40.0]
+    assert figure["data"][1]["y"] == [80.0, 50.0, None, 70.0]
+    assert figure["layout"]["barmode"] == "group"
+    assert figure["layout"]["xaxis"]["ticktext"] == [
+        "L1<br>uplift +30.0",
+        "L2<br>uplift +25.0",
+        "L3",
+        "combined<br>uplift +30.0",
+    ]
+    assert figure["layout"]["title"]["text"].startswith("Implementation score per level")
+    json.dumps(figure)
+
+
+def test_run_level_figure_labels_a_level_without_a_score_as_not_scored_where_its_bar_stands():
+    rows = [
+        {"label": "#1", "condition": "none", "scores": levels(50.0, None, None, 50.0)},
+        {"label": "#2", "condition": "L1", "scores": levels(80.0, 40.0, None, 60.0)},
+    ]
+
+    notes = run_level_scores_figure(rows=rows)["layout"]["annotations"]
+
+    # Two bars share 0.8 of a category: the first is centred 0.2 left of it, the second 0.2 right.
+    assert [(n["x"], n["y"], n["text"]) for n in notes] == [
+        (pytest.approx(0.8), 0, "not<br>scored"),  # L2 of #1
+        (pytest.approx(1.8), 0, "not<br>scored"),  # L3 of #1
+        (pytest.approx(2.2), 0, "not<br>scored"),  # L3 of #2
+    ]
+
+
+def test_run_level_figure_of_one_run_has_no_uplift_and_centres_its_labels():
+    rows = [{"label": "#3", "condition": "L1", "scores": levels(None, 20.0, 0.0, 10.0)}]
+
+    figure = run_level_scores_figure(rows=rows, score="discovery")
+
+    assert figure["data"][0]["y"] == [None, 20.0, 0.0, 10.0]  # a real 0 stays a bar
+    assert figure["data"][0]["texttemplate"] == "%{y:.0f}"  # written over it: "0"
+    assert figure["layout"]["showlegend"] is True  # the legend names the run drawn alone
+    assert [n["x"] for n in figure["layout"]["annotations"]] == [pytest.approx(0)]
+    assert "ticktext" not in figure["layout"]["xaxis"]
+    assert figure["layout"]["title"]["text"].startswith("Discovery score per level")
+
+
+def test_run_level_figure_tags_example_runs_as_example_data():
+    rows = [
+        {"label": "#4", "condition": "none", "is_example": True, "scores": levels(1, 2, 3, 2)},
+        {"label": "#5", "condition": "L1", "is_example": False, "scores": levels(4, 5, 6, 5)},
+    ]
+
+    figure = run_level_scores_figure(rows=rows)
+
+    assert [t["name"] for t in figure["data"]] == ["#4 · example data (none)", "#5 (L1)"]
+    assert figure["layout"]["title"]["text"].endswith("· example data")

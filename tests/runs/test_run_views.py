@@ -1,6 +1,7 @@
 """The run pages: upload form, run page with its twin, the trace viewer, the schemas."""
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -8,6 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from runs.models import Run
 from runs.services import run_create_from_bundle
 from runs.traces import PAGE_LINES
+from scoring.models import RunScore
 from tests.factories import UserFactory
 from tests.runs.bundles import good_files, make_zip, trace_lines
 
@@ -217,12 +219,110 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     client, stored, django_assert_num_queries
 ):
     # The count does not grow with the tasks: one query per kind of row, per side (the
-    # run's state comes from the same rows), and one for both runs' scores.
+    # run's state comes from the same rows), and one for both runs' scores; the per-level
+    # charts draw those scores and read nothing more.
+    level_scores_set(*stored)
     for run in stored:  # one task, then two
         with django_assert_num_queries(12):
             client.get(f"/api/runs/{run.pk}/")
         with django_assert_num_queries(13):  # the API's 11, the scores, the moderation log
-            client.get(f"/runs/{run.pk}/")
+            html = client.get(f"/runs/{run.pk}/").content.decode()
+        assert 'data-figure="run-implementation"' in html
+
+
+LEVELS_PLAIN = {"L1": 40.0, "L2": 20.0, "L3": None, "combined": 30.0}
+LEVELS_GUIDED = {"L1": 90.0, "L2": 60.0, "L3": None, "combined": 75.0}
+
+
+def level_scores_set(plain, guided, discovery=None):
+    """Give a pair implementation scores per level (L3 not scored), as the detectors would."""
+    RunScore.objects.filter(run=plain).update(implementation=LEVELS_PLAIN)
+    RunScore.objects.filter(run=guided).update(
+        implementation=LEVELS_GUIDED, **({"discovery": discovery} if discovery else {})
+    )
+
+
+def figure_of(html, name):
+    found = re.search(rf'<script id="{name}" type="application/json">(.*?)</script>', html)
+    return json.loads(found.group(1)) if found else None
+
+
+def test_the_run_page_charts_its_levels_beside_its_twin_with_the_local_plotly(client, stored):
+    plain, guided = stored
+    level_scores_set(plain, guided)
+
+    html = client.get(f"/runs/{guided.pk}/").content.decode()
+
+    assert 'id="level-charts"' in html
+    assert 'id="chart-run-implementation" data-figure="run-implementation">' in html
+    figure = figure_of(html, "run-implementation")
+    assert [t["name"] for t in figure["data"]] == [
+        f"#{plain.pk} twin (none)",
+        f"#{guided.pk} this run (L1)",
+    ]
+    assert [t["y"] for t in figure["data"]] == [[40.0, 20.0, None, 30.0], [90.0, 60.0, None, 75.0]]
+    assert figure["layout"]["xaxis"]["ticktext"][0] == "L1<br>uplift +50.0"
+    assert [a["text"] for a in figure["layout"]["annotations"]] == ["not<br>scored"] * 2
+    assert figure_of(html, "run-discovery") is None  # nobody assessed the proposals
+    assert '<script src="/static/vendor/plotly/plotly.min.js">' in html
+    assert "js/charts.js" in html and "cdn" not in html.lower()
+    assert f'href="/leaderboard/charts/?runs={plain.pk},{guided.pk}"' in html
+    # The table still has every figure, for a page read without JavaScript.
+    assert 'id="score-implementation-L1"><th>implementation L1</th><td class="num">90.0' in html
+
+
+def test_the_run_page_charts_discovery_where_the_run_has_it(client, stored):
+    plain, guided = stored
+    discovery = {"L1": 100.0, "L2": None, "L3": None, "combined": 100.0}
+    level_scores_set(plain, guided, discovery=discovery)
+
+    html = client.get(f"/runs/{plain.pk}/").content.decode()
+
+    figure = figure_of(html, "run-discovery")
+    assert [t["y"] for t in figure["data"]] == [
+        [None, None, None, None],
+        [100.0, None, None, 100.0],
+    ]
+    assert 'data-figure="run-discovery"' in html
+
+
+def test_a_private_run_charts_its_levels_without_a_breakdowns_link(client, stored):
+    plain, guided = stored
+    level_scores_set(plain, guided)
+    Run.objects.filter(pk=guided.pk).update(is_public=False)
+    client.force_login(guided.owner)
+
+    html = client.get(f"/runs/{guided.pk}/").content.decode()
+
+    assert 'data-figure="run-implementation"' in html
+    assert "/leaderboard/charts/" not in html  # that page shows public runs only
+
+
+@pytest.mark.parametrize("computed", [True, False], ids=["no level scored", "not computed"])
+def test_a_run_without_level_scores_shows_no_chart_and_loads_no_plotly(client, stored, computed):
+    _, guided = stored
+    if not computed:
+        RunScore.objects.filter(run=guided).delete()
+
+    html = client.get(f"/runs/{guided.pk}/").content.decode()
+
+    assert "data-figure" not in html and 'id="level-charts"' not in html
+    assert "plotly" not in html
+    assert 'id="score-implementation-L1"' in html if computed else "Not computed yet" in html
+
+
+def test_an_example_run_is_labelled_example_data_in_its_chart(client, run_tasks, fake_cli):
+    run = run_create_from_bundle(
+        owner=UserFactory(), data=make_zip(good_files()), is_public=True, is_example=True
+    )
+    RunScore.objects.update_or_create(run=run, defaults={"implementation": LEVELS_PLAIN})
+
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+
+    figure = figure_of(html, "run-implementation")
+    assert figure["data"][0]["name"] == f"#{run.pk} this run · example data (none)"
+    assert figure["layout"]["title"]["text"].endswith("· example data")
+    assert "Example data written by hand" in html  # the page's banner
 
 
 def test_the_run_format_is_served_as_a_page(client):
