@@ -34,6 +34,7 @@ from .display import (
     table,
     task_show,
 )
+from .follow import FollowTimedOut, run_follow, run_tally
 from .packing import bundle_check, bundle_pack
 
 app = typer.Typer(
@@ -47,6 +48,23 @@ app = typer.Typer(
 F = TypeVar("F", bound=Callable[..., Any])
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer.")]
 POLL_SECONDS = 2.0
+# Exit statuses past 1 (an error): docs/client.md lists them.
+EXIT_NOT_CORRECT = 3
+EXIT_TIMED_OUT = 4
+EXIT_INTERRUPTED = 130
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(min=0, metavar="SECONDS", help="With --wait: stop following after this long."),
+]
+PollOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--poll-interval",
+        min=0.1,
+        metavar="SECONDS",
+        help=f"With --wait: time between two looks (default {POLL_SECONDS:g}).",
+    ),
+]
 
 
 def friendly(fn: F) -> F:
@@ -183,7 +201,7 @@ def _finish(submission: dict[str, Any], as_json: bool) -> None:
         evaluation_show(submission)
     evaluation = submission.get("evaluation")
     if evaluation is not None and evaluation["is_finished"] and evaluation["status"] != "correct":
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_NOT_CORRECT)
 
 
 @app.command()
@@ -268,10 +286,17 @@ def submit_run(
     ctx: typer.Context,
     bundle: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
     private: Annotated[bool, typer.Option(help="Hide the run from other users.")] = False,
+    wait: Annotated[
+        bool, typer.Option(help="Follow its evaluations until all have finished, then show it.")
+    ] = False,
+    timeout: TimeoutOpt = None,
+    poll_interval: PollOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Upload a run bundle (zip), with a progress bar."""
-    api = _state(ctx).api
+    """Upload a run bundle (zip), with a progress bar; --wait follows its evaluations."""
+    _follow_options_check(wait=wait, timeout=timeout, poll_interval=poll_interval)
+    state = _state(ctx)
+    api = state.api
     size = bundle.stat().st_size
     columns = (
         TextColumn("uploading {task.description}"),
@@ -288,10 +313,64 @@ def submit_run(
             data={"is_public": str(not private).lower()},
             advance=lambda n: progress.advance(bar, n),
         )
-    if as_json:
+    if as_json and not wait:
         return print_json(created)
-    console.print(f"Run {created['id']}: {created['url']}")
+    if not as_json:
+        console.print(f"Run {created['id']}: {created['url']}")
+    if wait:
+        _follow_run(state, created["id"], as_json=as_json, timeout=timeout, poll=poll_interval)
     return None
+
+
+def _follow_options_check(
+    *, wait: bool, timeout: float | None, poll_interval: float | None
+) -> None:
+    for name, value in (("--timeout", timeout), ("--poll-interval", poll_interval)):
+        if value is not None and not wait:
+            raise ClientError(f"{name} goes with --wait")
+
+
+def _run_print(detail: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(detail)
+    else:
+        run_show(detail)
+
+
+def _follow_run(
+    state: State, pk: int, *, as_json: bool, timeout: float | None, poll: float | None
+) -> None:
+    """Follow the run's evaluations, then print it as `d2k run` does; exit 3 when one
+    finished other than correct, 4 when the time ran out, 130 on Ctrl-C."""
+    server = f"--server {state.api.server} " if state.explicit_server else ""
+    again = f"d2k {server}run {pk} --wait"
+    try:
+        detail = run_follow(
+            state.api, pk, timeout=timeout, poll=poll or POLL_SECONDS, transient=as_json
+        )
+    except KeyboardInterrupt:
+        err_console.print(
+            f"Stopped following run {pk}; it stays uploaded and its evaluations go on. "
+            f"Follow it again with: {again}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except FollowTimedOut as exc:
+        _run_print(exc.run, as_json)
+        tally = run_tally(exc.run)
+        err_console.print(
+            f"d2k: run {pk} is still {exc.run['state']} after {timeout:g} s "
+            f"({tally.finished}/{tally.total} finished). Follow it again with: {again}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_TIMED_OUT) from None
+    _run_print(detail, as_json)
+    if run_tally(detail).not_correct:
+        raise typer.Exit(EXIT_NOT_CORRECT)
 
 
 @app.command()
@@ -311,13 +390,20 @@ def runs(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def run(
     ctx: typer.Context,
     run_id: Annotated[int, typer.Argument(metavar="ID")],
+    wait: Annotated[
+        bool, typer.Option(help="Follow its evaluations until all have finished.")
+    ] = False,
+    timeout: TimeoutOpt = None,
+    poll_interval: PollOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """One run: its manifest, state, and each task's result beside its twin's."""
-    detail = _state(ctx).api.get(f"/api/runs/{run_id}/")
-    if as_json:
-        return print_json(detail)
-    run_show(detail)
+    _follow_options_check(wait=wait, timeout=timeout, poll_interval=poll_interval)
+    if wait:
+        return _follow_run(
+            _state(ctx), run_id, as_json=as_json, timeout=timeout, poll=poll_interval
+        )
+    _run_print(_state(ctx).api.get(f"/api/runs/{run_id}/"), as_json)
     return None
 
 

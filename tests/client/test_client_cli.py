@@ -9,6 +9,7 @@ from d2k_client.bundle_rules import DEFAULT_LIMITS
 from d2k_client.config import config_path
 from d2k_client.packing import bundle_check
 
+from tests.client.fake_api import NOT_FOUND, FakeApi, json_reply
 from tests.runs.bundles import KERNEL, good_files
 from tests.runs.test_run_api import DAMAGED
 
@@ -165,56 +166,27 @@ def test_check_without_the_evaluator_says_how_to_install_it(d2k, tmp_path, monke
     assert "d2k check needs the portal's evaluator" in result.stderr
 
 
-class _FakeBoard:
-    """A local HTTP server answering GET /api/leaderboard/ as the board API's contract says:
-    JSON rows, or CSV with ?format=csv; it records the query strings it saw."""
+ROWS = [
+    {"rank": 1, "model": "model-x", "condition": "L1+L2+L3", "speedup": 2.5},
+    {"rank": 2, "model": "model-y", "condition": "none", "speedup": 1.25},
+]
 
-    ROWS = [
-        {"rank": 1, "model": "model-x", "condition": "L1+L2+L3", "speedup": 2.5},
-        {"rank": 2, "model": "model-y", "condition": "none", "speedup": 1.25},
-    ]
 
-    def __init__(self):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        from urllib.parse import parse_qs, urlsplit
-
-        board = self
-        self.queries: list[dict] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                url = urlsplit(self.path)
-                query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                board.queries.append(query)
-                if url.path != "/api/leaderboard/":
-                    body, kind, code = b'{"detail": "Not found."}', "application/json", 404
-                elif query.get("format") == "csv":
-                    body = b"rank,model,condition,speedup\n1,model-x,L1+L2+L3,2.5\n"
-                    kind, code = "text/csv", 200
-                else:
-                    body = json.dumps({"results": board.ROWS}).encode()
-                    kind, code = "application/json", 200
-                self.send_response(code)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+def _board_answer(method, path, query):
+    """GET /api/leaderboard/ as the board API's contract says: JSON rows, or CSV with
+    ?format=csv."""
+    if path != "/api/leaderboard/":
+        return NOT_FOUND
+    if query.get("format") == "csv":
+        return 200, "text/csv", b"rank,model,condition,speedup\n1,model-x,L1+L2+L3,2.5\n"
+    return json_reply({"results": ROWS})
 
 
 @pytest.fixture
 def board():
-    fake = _FakeBoard()
+    fake = FakeApi(_board_answer)
     yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
+    fake.close()
 
 
 def test_leaderboard_prints_table_csv_and_json_and_passes_filters(board, d2k):
@@ -226,8 +198,8 @@ def test_leaderboard_prints_table_csv_and_json_and_passes_filters(board, d2k):
     as_json = _json(
         d2k("--server", board.url, "leaderboard", "--format", "json", "--filter", "hardware=H200")
     )
-    assert as_json == {"results": _FakeBoard.ROWS}
-    assert board.queries == [
+    assert as_json == {"results": ROWS}
+    assert [query for _, _, query in board.requests] == [
         {"task": "row_softmax"},
         {"condition": "none", "format": "csv"},
         {"hardware": "H200"},

@@ -1,0 +1,103 @@
+"""Following a run live: poll `GET /api/runs/<id>/` until every kernel's evaluation has
+finished, with a progress bar of finished/total and a tally per status."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from .api import Api
+from .display import err_console
+
+# The run API gives each task's evaluation status but not whether it has finished: these
+# are the portal's queue states (docs/evaluator.md), every other status is a verdict.
+PENDING = frozenset({"queued", "running"})
+COMPLETE = "complete"
+
+
+@dataclass(frozen=True)
+class RunTally:
+    """Where a run's evaluations stand: one per kernel of the run (tasks it left out,
+    status `missing`, have none)."""
+
+    statuses: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status not in PENDING)
+
+    @property
+    def not_correct(self) -> int:
+        """Evaluations that finished with a verdict other than correct."""
+        return sum(n for s, n in self.statuses.items() if s not in PENDING and s != "correct")
+
+    def line(self) -> str:
+        return " · ".join(f"{status} {n}" for status, n in self.statuses.items()) or "no kernels"
+
+
+def run_tally(run: dict[str, Any]) -> RunTally:
+    counts = Counter(
+        item["result"]["status"]
+        for item in run["tasks"]
+        if item.get("result") and item["result"].get("submission") is not None
+    )
+    # Correct first, the other verdicts, then what is still running, then what waits.
+    order = sorted(counts, key=lambda s: (s in PENDING, s == "queued", s != "correct", s))
+    return RunTally(statuses={status: counts[status] for status in order})
+
+
+class FollowTimedOut(Exception):
+    """The run was still evaluating when the time given ran out; `run` is the last look."""
+
+    def __init__(self, run: dict[str, Any]):
+        super().__init__(f"run {run['id']} is still {run['state']}")
+        self.run = run
+
+
+def run_follow(
+    api: Api, pk: int, *, timeout: float | None, poll: float, transient: bool
+) -> dict[str, Any]:
+    """Poll the run until the portal calls it complete and return its last JSON; raise
+    FollowTimedOut after `timeout` seconds (None: no limit)."""
+    columns = (
+        SpinnerColumn(),
+        TextColumn("run {task.fields[run]} {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+    )
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with Progress(*columns, console=err_console, transient=transient) as progress:
+        bar = progress.add_task("", total=None, run=pk, tally="asking the portal…")
+        while True:
+            run = api.get(f"/api/runs/{pk}/")
+            tally = run_tally(run)
+            progress.update(
+                bar,
+                description=run["state"],
+                completed=tally.finished,
+                total=tally.total,
+                tally=tally.line(),
+            )
+            if run["state"] == COMPLETE:
+                return run
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise FollowTimedOut(run)
+            time.sleep(poll if left is None else min(poll, left))
