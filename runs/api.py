@@ -75,6 +75,7 @@ def _result(result: TaskResult | None, request: HttpRequest) -> dict[str, Any] |
     trace = result.trace
     return {
         "status": result.status,
+        "is_finished": result.is_finished,
         "speedup": result.speedup,
         "speedup_comparable": result.comparable,
         "submission": result.submission_id,

@@ -14,7 +14,7 @@ from django.http import Http404
 from django.utils.safestring import SafeString
 
 from accounts.models import User
-from evaluator.models import Evaluation
+from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace
 from runs.traces import TraceEvent, page_of_line, trace_page_read
@@ -109,6 +109,12 @@ class TaskResult:
     @property
     def is_correct(self) -> bool:
         return self.status == "correct"
+
+    @property
+    def is_finished(self) -> bool:
+        """The kernel's evaluation has its verdict (False while queued or running, and for
+        a task the run left out)."""
+        return self.status in FINISHED_STATUSES
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from rich.progress import (
 from .api import Api
 from .display import err_console
 
-# The run API gives each task's evaluation status but not whether it has finished: these
-# are the portal's queue states (docs/evaluator.md), every other status is a verdict.
+# The portal's queue states (docs/evaluator.md): every other status is a verdict. The run
+# API also says `is_finished` per task; a portal without it is read by these.
 PENDING = frozenset({"queued", "running"})
 COMPLETE = "complete"
 
@@ -32,6 +32,7 @@ class RunTally:
     status `missing`, have none)."""
 
     statuses: dict[str, int]
+    pending: frozenset[str] = PENDING  # the statuses of evaluations not finished
 
     @property
     def total(self) -> int:
@@ -39,26 +40,32 @@ class RunTally:
 
     @property
     def finished(self) -> int:
-        return sum(n for status, n in self.statuses.items() if status not in PENDING)
+        return sum(n for status, n in self.statuses.items() if status not in self.pending)
 
     @property
     def not_correct(self) -> int:
         """Evaluations that finished with a verdict other than correct."""
-        return sum(n for s, n in self.statuses.items() if s not in PENDING and s != "correct")
+        return sum(n for s, n in self.statuses.items() if s not in self.pending and s != "correct")
 
     def line(self) -> str:
         return " · ".join(f"{status} {n}" for status, n in self.statuses.items()) or "no kernels"
 
 
 def run_tally(run: dict[str, Any]) -> RunTally:
-    counts = Counter(
-        item["result"]["status"]
+    results = [
+        item["result"]
         for item in run["tasks"]
         if item.get("result") and item["result"].get("submission") is not None
+    ]
+    counts = Counter(result["status"] for result in results)
+    pending = frozenset(
+        result["status"]
+        for result in results
+        if not result.get("is_finished", result["status"] not in PENDING)
     )
     # Correct first, the other verdicts, then what is still running, then what waits.
-    order = sorted(counts, key=lambda s: (s in PENDING, s == "queued", s != "correct", s))
-    return RunTally(statuses={status: counts[status] for status in order})
+    order = sorted(counts, key=lambda s: (s in pending, s == "queued", s != "correct", s))
+    return RunTally(statuses={status: counts[status] for status in order}, pending=pending)
 
 
 class FollowTimedOut(Exception):

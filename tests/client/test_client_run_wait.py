@@ -24,6 +24,7 @@ def _run(state, *statuses):
             "task": f"task_{i}",
             "result": {
                 "status": status,
+                "is_finished": status not in ("queued", "running"),
                 "speedup": 1.5 if status == "correct" else None,
                 "submission": 100 + i,
             },
@@ -31,7 +32,7 @@ def _run(state, *statuses):
         }
         for i, status in enumerate(statuses)
     ]
-    left_out = {"status": "missing", "speedup": None, "submission": None}
+    left_out = {"status": "missing", "is_finished": False, "speedup": None, "submission": None}
     tasks.append({"task": "left_out", "result": left_out, "pair_result": None})
     return {
         "id": RUN_ID,
@@ -216,3 +217,19 @@ def test_submit_run_wait_against_the_portal(portal, d2k, tmp_path, fake_cli):
         "layernorm_fwd": "correct",
         "row_softmax": "incorrect",
     }
+
+
+def test_the_tally_reads_whether_an_evaluation_finished_from_the_portal():
+    from d2k_client.follow import run_tally
+
+    run = _run("evaluating", "correct", "running", "queued")
+    # a queue state the client does not know: the portal says it has not finished
+    run["tasks"][1]["result"].update(status="profiling", is_finished=False)
+
+    tally = run_tally(run)
+
+    assert (tally.finished, tally.total, tally.not_correct) == (1, 3, 0)
+    # an older portal without is_finished: the known queue states
+    for item in run["tasks"]:
+        item["result"].pop("is_finished")
+    assert run_tally(run).finished == 2

@@ -79,8 +79,10 @@ def test_get_returns_the_run_with_tasks_and_its_pair(post, uploader, run_tasks, 
     rows = {row["task"]: row for row in body["tasks"]}
     assert set(rows) == {"row_softmax", "layernorm_fwd"}
     assert rows["row_softmax"]["result"]["status"] == "correct"
+    assert rows["row_softmax"]["result"]["is_finished"] is True
     assert rows["row_softmax"]["pair_result"]["status"] == "correct"
     assert rows["layernorm_fwd"]["pair_result"]["status"] == "missing"
+    assert rows["layernorm_fwd"]["pair_result"]["is_finished"] is False
     trace = rows["row_softmax"]["result"]["trace"]
     assert trace["turns_used"] == 1 and trace["tokens_in"] == 10 and trace["final_submit_turn"] == 1
     assert "<strong>everything</strong>" in rows["row_softmax"]["result"]["proposal_html"]
