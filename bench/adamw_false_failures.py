@@ -1,0 +1,84 @@
+"""How often an honest fp32 AdamW step fails fused_adamw's tolerances, by seed.
+
+    python bench/adamw_false_failures.py [--seeds 2000] [--workload check_hidden_two_scalars]
+
+Draws the task's inputs (`catalog/fused_adamw/reference.py`) for each seed, takes the
+step in fp32 in the expert's order of operations (`catalog/fused_adamw/expert.py`), and
+compares it with the fp64 reference by the evaluator's own `compare_tensor` and the
+task's tolerances. Prints the share of seeds with a failing tensor, by output (p, m,
+v), and the largest absolute error among them. No GPU, no Triton: the arithmetic only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evaluator.harness.compare import compare_tensor  # noqa: E402
+from evaluator.harness.workload import load_module  # noqa: E402
+from taskformat.package import load_task  # noqa: E402
+
+
+def fp32_step(tensors: list[torch.Tensor], step: int, hyper: list[float]) -> None:
+    """The expert's update, in fp32 and in its order of operations, in place."""
+    lr, beta1, beta2, eps, weight_decay = hyper
+    n = len(tensors) // 4
+    step_size = lr / (1.0 - beta1**step)
+    inv_bc2_sqrt = 1.0 / math.sqrt(1.0 - beta2**step)
+
+    def f32(x: float) -> torch.Tensor:
+        return torch.tensor(x, dtype=torch.float32)
+
+    for i in range(n):
+        p, g, m, v = tensors[i], tensors[n + i], tensors[2 * n + i], tensors[3 * n + i]
+        m.copy_(f32(beta1) * m + f32(1.0 - beta1) * g)
+        v.copy_(f32(beta2) * v + f32(1.0 - beta2) * g * g)
+        denom = torch.sqrt(v) * f32(inv_bc2_sqrt) + f32(eps)
+        p.copy_(p * f32(1.0 - lr * weight_decay) - f32(step_size) * (m / denom))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=2000)
+    parser.add_argument("--workload", default="check_hidden_two_scalars")
+    args = parser.parse_args()
+    task = load_task(ROOT / "catalog" / "fused_adamw")
+    [workload] = [w for w in task.workloads if w.name == args.workload]
+    reference = load_module(str(ROOT / "catalog" / "fused_adamw" / "reference.py"), "adamw_ref")
+    hyper = reference.get_init_inputs(**workload.params)
+    tolerance = task.tolerance_for("float32")
+    failing: collections.Counter[str] = collections.Counter()
+    seeds_failing = 0
+    worst = 0.0
+    for seed in range(args.seeds):
+        torch.manual_seed(seed)
+        step, *tensors = reference.get_inputs(**workload.params)
+        n = len(tensors) // 4
+        mine = [t.clone() for t in tensors]
+        fp32_step(mine, step, hyper)
+        expected = reference.Model(*hyper)(step, *[t.clone() for t in tensors])
+        failed = False
+        for index, (out, ref) in enumerate(zip(mine[:n] + mine[2 * n :], expected, strict=True)):
+            if not compare_tensor(out, ref, tolerance).ok:
+                failing["pmv"[index // n]] += 1
+                worst = max(worst, float((out.double() - ref.double()).abs().max()))
+                failed = True
+        seeds_failing += failed
+    share = seeds_failing / args.seeds
+    print(
+        f"{args.workload}: {seeds_failing} of {args.seeds} seeds fail ({share:.1%}); by output "
+        f"{dict(failing)}; largest absolute error among them {worst:.3g}; "
+        f"an evaluation draws {task.seeds} seeds: {1 - (1 - share) ** task.seeds:.1%} of them fail"
+    )
+
+
+if __name__ == "__main__":
+    main()
