@@ -244,8 +244,9 @@ def test_the_submission_api_gives_each_workloads_fraction_of_the_expert(
     url = f"/api/submissions/{evaluation.submission.pk}/"
     api.get(url)  # the token's first use writes when it was used
 
-    # token+user, submission, evaluation, its results, the expert's results on its GPU
-    with django_assert_num_queries(5):
+    # token+user, submission, evaluation, its results, the expert's results on its GPU,
+    # the task's design properties and their assessments: constant in the workloads
+    with django_assert_num_queries(7):
         results = api.get(url).json()["evaluation"]["results"]
 
     fractions = {r["name"]: r["expert_fraction"] for r in results}
