@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.files.storage import default_storage
@@ -17,7 +17,7 @@ from accounts.models import User
 from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace
-from runs.traces import TraceEvent, page_of_line, trace_page_read
+from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
 from submissions.models import Submission
 from task_catalog.models import Task
 from task_catalog.rendering import markdown_render
@@ -235,6 +235,18 @@ class TracePage:
     def has_next(self) -> bool:
         return self.page + 1 < self.page_count
 
+    @property
+    def count(self) -> int:
+        """The events over all pages of this view: the trace's, or those of its type."""
+        if self.event_type:
+            return int(self.trace.event_types.get(self.event_type, 0))
+        return self.trace.event_count
+
+    @property
+    def is_past_end(self) -> bool:
+        """A page number beyond the last page (the page shows it empty)."""
+        return self.page >= self.page_count
+
 
 def trace_get_for_viewer(*, user: User | AnonymousUser, run_pk: int | str, task: str) -> Trace:
     """The trace of `task` in a run `user` may see, or a 404."""
@@ -243,6 +255,13 @@ def trace_get_for_viewer(*, user: User | AnonymousUser, run_pk: int | str, task:
     if trace is None:
         raise Http404("No trace for this task in this run.")
     return trace
+
+
+def trace_event_types(*, trace: Trace) -> dict[str, int]:
+    """The trace's event types with their counts, in the order the type filter offers
+    them: the schema's types first, then others, `malformed` last."""
+    order = sorted(trace.event_types, key=lambda t: (t not in KNOWN_TYPES, t == MALFORMED, t))
+    return {t: int(trace.event_types[t]) for t in order}
 
 
 def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) -> TracePage:
@@ -273,3 +292,10 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
         event_type=event_type,
         final_page=final_page,
     )
+
+
+def trace_raw_open(*, trace: Trace) -> tuple[IO[bytes], str]:
+    """The stored file (the uploaded trace, gzip-compressed) opened for reading, and the
+    name it downloads as."""
+    handle = default_storage.open(str(trace.file.name), "rb")
+    return handle, f"run{trace.run_id}-{trace.task.slug}.jsonl.gz"

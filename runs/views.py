@@ -1,7 +1,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -20,8 +19,10 @@ from runs.selectors import (
     run_get_for_viewer,
     run_list_for_viewer,
     run_pair_candidates,
+    trace_event_types,
     trace_get_for_viewer,
     trace_page,
+    trace_raw_open,
 )
 from runs.services import (
     BundleRejected,
@@ -30,7 +31,6 @@ from runs.services import (
     run_unpair,
     run_visibility_set,
 )
-from runs.traces import KNOWN_TYPES, MALFORMED
 from scoring.selectors import run_scores_view
 
 SCHEMAS = ("manifest-v1", "trace-v1")
@@ -139,7 +139,7 @@ def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
     found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
     event_type = request.GET.get("type") or None
     page = trace_page(trace=found, page=request.GET.get("page", 0), event_type=event_type)
-    types = sorted(found.event_types, key=lambda t: (t not in KNOWN_TYPES, t == MALFORMED, t))
+    types = list(trace_event_types(trace=found))
     label = EXAMPLE_LABEL if found.run.is_example else None
     return render(
         request, "runs/trace.html", {"view": page, "types": types, "example_label": label}
@@ -148,11 +148,9 @@ def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
 
 def trace_raw(request: HttpRequest, pk: int, task: str) -> FileResponse:
     found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
+    handle, filename = trace_raw_open(trace=found)
     return FileResponse(
-        default_storage.open(str(found.file.name), "rb"),
-        as_attachment=True,
-        filename=f"run{found.run_id}-{found.task.slug}.jsonl.gz",
-        content_type="application/gzip",
+        handle, as_attachment=True, filename=filename, content_type="application/gzip"
     )
 
 

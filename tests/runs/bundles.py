@@ -29,6 +29,37 @@ def trace_lines(*events) -> str:
     return "".join(json.dumps(e) + "\n" for e in events)
 
 
+def long_trace(task: str) -> str:
+    """705 lines (four pages of the viewer): a start, 699 messages with a submit after
+    the 250th and the 500th, an event of an unknown type, an end and a line that is not
+    JSON."""
+    events = [{"type": "start", "ts": 0, "task": task, "condition": "none"}]
+    for n in range(1, 700):
+        events.append(
+            {
+                "type": "message",
+                "ts": n,
+                "turn": n,
+                "role": "assistant",
+                "content": f"thinking {n}\nsecond line {n}",
+                "tokens_in": 3,
+                "tokens_out": 2,
+            }
+        )
+        if n % 250 == 0:
+            events.append(
+                {
+                    "type": "submit",
+                    "ts": n,
+                    "turn": n,
+                    "source": f"class ModelNew:\n    BLOCK = {n}\n",
+                }
+            )
+    events.append({"type": "mystery", "ts": 800, "payload": {"x": 1}})
+    events.append({"type": "end", "ts": 801, "reason": "submitted", "turns_used": 699})
+    return trace_lines(*events) + "{broken\n"
+
+
 def good_files(*tasks: str, levels=()) -> dict:
     files = {"manifest.json": manifest(levels=list(levels))}
     for task in tasks or ("row_softmax",):

@@ -11,7 +11,7 @@ from runs.services import run_create_from_bundle
 from runs.traces import PAGE_LINES
 from scoring.models import RunScore
 from tests.factories import UserFactory
-from tests.runs.bundles import good_files, make_zip, trace_lines
+from tests.runs.bundles import good_files, long_trace, make_zip
 
 pytestmark = pytest.mark.django_db
 
@@ -109,40 +109,12 @@ def test_the_upload_form_needs_a_sign_in(client):
     assert client.get("/runs/new/").status_code == 302
 
 
-def _long_trace(task: str, submits: int = 3) -> str:
-    events = [{"type": "start", "ts": 0, "task": task, "condition": "none"}]
-    for n in range(1, 700):
-        events.append(
-            {
-                "type": "message",
-                "ts": n,
-                "turn": n,
-                "role": "assistant",
-                "content": f"thinking {n}\nsecond line {n}",
-                "tokens_in": 3,
-                "tokens_out": 2,
-            }
-        )
-        if n % 250 == 0:
-            events.append(
-                {
-                    "type": "submit",
-                    "ts": n,
-                    "turn": n,
-                    "source": f"class ModelNew:\n    BLOCK = {n}\n",
-                }
-            )
-    events.append({"type": "mystery", "ts": 800, "payload": {"x": 1}})
-    events.append({"type": "end", "ts": 801, "reason": "submitted", "turns_used": 699})
-    return trace_lines(*events) + "{broken\n"
-
-
 def test_the_trace_viewer_pages_filters_diffs_and_jumps_to_the_final_kernel(
     client, run_tasks, fake_cli
 ):
     files = good_files()
     files["kernels/row_softmax.py"] = "class ModelNew:\n    BLOCK = 500\n"
-    files["traces/row_softmax.jsonl"] = _long_trace("row_softmax")
+    files["traces/row_softmax.jsonl"] = long_trace("row_softmax")
     run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files), is_public=True)
     trace = run.traces.get()
     assert trace.event_count == 1 + 699 + 2 + 2 + 1

@@ -1,4 +1,5 @@
-"""REST API of runs (token auth): upload a bundle, read a run with its twin."""
+"""REST API of runs (token auth): upload a bundle, read a run with its twin, and its traces
+(`runs.api.traces`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from core.quotas import QuotaExceeded
 from core.sizes import too_large_message
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
+from runs.api.traces import trace_summary_data
 from runs.bundle import BundleError
 from runs.models import Run
 from runs.selectors import (
@@ -84,24 +86,7 @@ def _result(result: TaskResult | None, request: HttpRequest) -> dict[str, Any] |
         )
         if result.submission_id
         else None,
-        "trace": None
-        if trace is None
-        else {
-            "url": request.build_absolute_uri(
-                reverse("runs:trace", args=[trace.run_id, trace.task.slug])
-            ),
-            "events": trace.event_count,
-            "problems": trace.problems,
-            "turns_used": trace.turns_used,
-            "tool_calls": trace.tool_calls,
-            "tokens_in": trace.tokens_in,
-            "tokens_out": trace.tokens_out,
-            "wall_time_s": trace.wall_time_s,
-            "attempts_before_final": trace.attempts_before_final,
-            "submits": trace.submit_count,
-            "final_submit_turn": trace.final_submit_turn,
-            "end_reason": trace.end_reason,
-        },
+        "trace": None if trace is None else trace_summary_data(trace, request),
         "proposal_html": str(result.proposal) if result.proposal is not None else None,
     }
 
@@ -241,7 +226,8 @@ class RunDetailApi(APIView):
             description="The run page as JSON: the manifest, the derived state, `pair` (the "
             "twin's id), `scores` (the run's scores, its `twin`'s and the `uplift`, see "
             "docs/scores.md), and per task `result` and `pair_result` (status, speedup, "
-            "submission, trace summary, proposal HTML).",
+            "submission, proposal HTML, and the trace summary with its links: `url` the "
+            "trace page, `api_url` its events, `raw_api_url` the uploaded file).",
         )
     )
     def get(self, request: Request, pk: int) -> Response:
