@@ -21,7 +21,7 @@ from typing import Any
 # The repository root: the harness's spec module is standard library only.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluator.harness.spec import Measurement, environment_gpu
+from evaluator.harness.spec import environment_gpu, reference_host_bound_calls
 from leaderboard.catalog_bar import (
     BarWorkload,
     catalog_bar,
@@ -113,15 +113,6 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
         ceilings=ceilings_from_environment(verdict.get("environment")),
         timed_against=name if isinstance(name, str) else "",
     ).sentence
-
-
-def host_bound_baseline(workload: dict[str, Any]) -> tuple[int, int] | None:
-    """(host-bound calls, calls) of a workload whose baseline was mostly bound by its host,
-    else None: its time, and the speedup, depend on the host's CPU as well as the GPU."""
-    m = Measurement.from_dict(workload.get("timing"))
-    if m is None or not m.reference_host_bound:
-        return None
-    return m.ref_host_bound_calls, m.ref_calls
 
 
 def catalog_slugs() -> list[str]:
@@ -245,7 +236,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     host_bound = [
         slug
         for slug, verdict in measured.items()
-        if any(host_bound_baseline(w) for w in public_timed(verdict))
+        if any(reference_host_bound_calls(w.get("timing")) for w in public_timed(verdict))
     ]
     if host_bound:
         out += [
@@ -269,7 +260,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         bound_rows = []
         for w in public_timed(verdict):
             counted = w.get("counters") if isinstance(w.get("counters"), dict) else {}
-            bound = host_bound_baseline(w)
+            bound = reference_host_bound_calls(w.get("timing"))
             mark = " †" if bound else ""
             if bound:
                 bound_rows.append(f"`{w.get('name')}` {bound[0]} of {bound[1]}")

@@ -103,19 +103,6 @@ class NewTaskVersionForm(forms.ModelForm):
         for name in _SOURCE_FIELDS:
             self.fields[name].strip = False
 
-    def _clean_source(self, name: str) -> str:
-        # Browsers send a textarea's lines ending in CRLF; the catalog's files end in LF.
-        return (self.cleaned_data.get(name) or "").replace("\r\n", "\n")
-
-    def clean_reference_source(self) -> str:
-        return self._clean_source("reference_source")
-
-    def clean_expert_source(self) -> str:
-        return self._clean_source("expert_source")
-
-    def clean_baseline_source(self) -> str:
-        return self._clean_source("baseline_source")
-
     def clean_workloads(self):
         workloads = self.cleaned_data["workloads"]
         if not isinstance(workloads, list) or not all(isinstance(w, dict) for w in workloads):
@@ -124,6 +111,10 @@ class NewTaskVersionForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        # Browsers send a textarea's lines ending in CRLF; the catalog's files end in LF.
+        for name in _SOURCE_FIELDS:
+            if isinstance(data.get(name), str):
+                data[name] = data[name].replace("\r\n", "\n")
         if not self.errors and data.get("task") is not None:
             task_version_validate(task=data["task"], **measured_fields(data))
         return data

@@ -31,6 +31,7 @@ from .display import (
     print_json,
     rows_table,
     run_show,
+    say,
     table,
     task_show,
 )
@@ -75,7 +76,7 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except ClientError as exc:
-            err_console.print(f"d2k: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            say(f"d2k: error: {exc}")
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -349,23 +350,17 @@ def _follow_run(
             state.api, pk, timeout=timeout, poll=poll or POLL_SECONDS, transient=as_json
         )
     except KeyboardInterrupt:
-        err_console.print(
+        say(
             f"Stopped following run {pk}; it stays uploaded and its evaluations go on. "
-            f"Follow it again with: {again}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+            f"Follow it again with: {again}"
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except FollowTimedOut as exc:
         _run_print(exc.run, as_json)
         tally = run_tally(exc.run)
-        err_console.print(
+        say(
             f"d2k: run {pk} is still {exc.run['state']} after {timeout:g} s "
-            f"({tally.finished}/{tally.total} finished). Follow it again with: {again}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+            f"({tally.finished}/{tally.total} finished). Follow it again with: {again}"
         )
         raise typer.Exit(EXIT_TIMED_OUT) from None
     _run_print(detail, as_json)

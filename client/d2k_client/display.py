@@ -15,6 +15,11 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def say(text: str) -> None:
+    """A plain sentence on stderr: no markup, no highlighting, one unbroken line."""
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 

@@ -98,6 +98,16 @@ class Measurement:
         return cls(**values) if required <= set(values) else None
 
 
+def reference_host_bound_calls(timing: Any) -> tuple[int, int] | None:
+    """(host-bound calls, calls) of a workload's `timing` whose reference was mostly bound
+    by its host (`Measurement.reference_host_bound`), else None: its time, and the speedup,
+    depend on the host's CPU as well as the GPU."""
+    m = Measurement.from_dict(timing)
+    if m is None or not m.reference_host_bound:
+        return None
+    return m.ref_host_bound_calls, m.ref_calls
+
+
 @dataclass(frozen=True)
 class WorkloadResult:
     name: str

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from evaluator.harness.spec import Measurement, environment_gpu
+from evaluator.harness.spec import environment_gpu, reference_host_bound_calls
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
 from leaderboard.catalog_bar import (
@@ -143,13 +143,6 @@ class BaselineRow:
         return self.ref_host_bound_calls is not None
 
 
-def _host_bound_reference(timing: object) -> tuple[int, int] | None:
-    m = Measurement.from_dict(timing)
-    if m is None or not m.reference_host_bound:
-        return None
-    return m.ref_host_bound_calls, m.ref_calls
-
-
 @dataclass(frozen=True)
 class ExpertBaseline:
     """The expert implementation's latest GPU result on a task version (public workloads
@@ -234,7 +227,7 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
                 sol_percent=_scaled(r.sol_fraction, 100),
                 tflops=r.achieved_tflops,
                 tbps=r.achieved_tbps,
-                ref_host_bound_calls=_host_bound_reference(r.timing),
+                ref_host_bound_calls=reference_host_bound_calls(r.timing),
             )
             for r in results
         ],
