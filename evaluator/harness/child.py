@@ -9,12 +9,12 @@ are the submission's log.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,9 @@ from typing import Any
 import torch
 import torch._dynamo
 
-from evaluator.harness import fingerprints, honesty, timing
+from evaluator.harness import fingerprints, honesty, outputs, timing
 from evaluator.harness.job import Job, TimingSettings
-from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
+from evaluator.harness.workload import load_module, make_inputs, make_model
 
 _perf_counter = time.perf_counter
 
@@ -111,6 +111,23 @@ def build_error(text: str, lines: int = 8) -> str:
     return f"{head.split(':', 1)[0]}:\n{body}"[:2000]
 
 
+class Tampered(Exception):
+    """A guarded namespace changed around a call: its result is not read (flag `monkeypatch`)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(", ".join(names))
+        self.names = names
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of the submission's: its events (timed calls), what the harness copied, host µs."""
+
+    events: tuple
+    taken: outputs.Taken
+    host_us: float
+
+
 class Child:
     def __init__(self, job: Job, channel: Channel):
         self.job = job
@@ -130,7 +147,11 @@ class Child:
         # workload, under ncu, and no other.
         self.profile = job.profile
         self._model_seeds: dict[str, int] = {}
+        honesty.settle_torch()
         self.guard = honesty.PatchGuard()
+        # The aten ops of every call not made under a recorder (timed, batch,
+        # warm-up, profiled), reported with each workload's timing.
+        self.op_log = honesty.DispatchRecorder()
         self.threads = honesty.live_python_threads()
         self.sub: Any = None
         self.l2_reported = False
@@ -191,17 +212,41 @@ class Child:
                     return False
         return True
 
-    def _invoke(self, model, inputs, *, flusher=None, staged=(), recorder=None) -> tuple:
-        """Every call of the submission's, checked, timed or audited, is made here.
+    def _invoke(self, model, inputs, *, flusher=None, staged=(), recorder=None) -> Call:
+        """Every call of the submission's, checked, timed, audited or warming up, is made here.
 
         One code path, with the same frames whatever the call is for, and no
         seed or phase in them: what differs (a recorder, a flush and cover
-        with events) is decided by the caller.
+        with events) is decided by the caller. The guarded namespaces are
+        checked before the call and after it, and what the call returned is
+        copied by the harness's own means (outputs.take) before anything
+        else of the harness runs: what is read later is those copies.
         """
-        with recorder if recorder is not None else contextlib.nullcontext():
+        self._refuse_if_patched()
+        spans = outputs.input_spans(inputs)
+        # Every call runs under a dispatch mode of the same kind: the checked
+        # calls' recorder, else the log of every op the other calls make.
+        mode = recorder.dispatch_mode if recorder is not None else self.op_log
+
+        def take(result: object) -> outputs.Taken:
+            return outputs.take(result, spans, (mode,))
+
+        queued = _perf_counter()
+        taken: object
+        with recorder if recorder is not None else self.op_log:
             if flusher is None:
-                return (), model(*inputs)
-            return timing.timed_call(model, inputs, flusher, staged=staged)
+                events, taken = (), take(model(*inputs))
+            else:
+                events, taken = timing.timed_call(model, inputs, flusher, staged=staged, take=take)
+        host_us = (_perf_counter() - queued) * 1e6
+        self._refuse_if_patched()
+        assert isinstance(taken, outputs.Taken)
+        return Call(events, taken, host_us)
+
+    def _refuse_if_patched(self) -> None:
+        changed = self.guard.patched()
+        if changed:
+            raise Tampered(changed)
 
     def _model_seed(self, name: str) -> int:
         """The seed a workload's models are built from: its first correctness seed (long past)."""
@@ -230,9 +275,12 @@ class Child:
             self.sync()
             recorder = honesty.OpRecorder(kernels=self.device.type == "cuda")
             t0 = _perf_counter()
-            _, result = self._invoke(model, inputs, recorder=recorder)
+            call = self._invoke(model, inputs, recorder=recorder)
             self.sync()
             call_ms = (_perf_counter() - t0) * 1e3
+        except (Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
+            self._report_refusal(exc, name)
+            return False
         except BaseException as exc:
             self.chan.send(
                 "error",
@@ -243,16 +291,6 @@ class Child:
             )
             traceback.print_exc()
             return False
-        outputs = as_tuple(result)
-        problems = [
-            f"output {i} is {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor"
-            for i, o in enumerate(outputs)
-            if type(o) is not torch.Tensor
-        ]
-        if problems:
-            # Touching a tensor subclass could run its code: report it unread.
-            self.chan.send("bad_output", workload=name, message="; ".join(problems))
-            return False
         mutated = []
         if not self.job.inplace:
             mutated = [
@@ -260,8 +298,8 @@ class Child:
                 for i, (now, before) in enumerate(zip(inputs, originals, strict=True))
                 if torch.is_tensor(now) and not honesty.tensors_equal(now, before)
             ]
-        path = self.out_dir / f"{name}.{tag}.pt"
-        torch.save([o.detach() for o in outputs], path)
+        path = self.out_dir / f"{name}.{tag}.out"
+        outputs.write_raw(call.taken.copies, path)
         self.chan.send(
             "output",
             workload=name,
@@ -271,10 +309,20 @@ class Child:
             ops=sorted(recorder.ops),
             kernels=sorted(recorder.kernels),
             mutated_inputs=mutated,
-            devices=[str(o.device.type) for o in outputs],
+            layouts=[layout.as_dict() for layout in call.taken.layouts],
             host_ms=call_ms,
         )
         return True
+
+    def _report_refusal(self, exc: BaseException, workload: str) -> None:
+        """A call whose result the harness will not read: a patch, a foreign output, a mode."""
+        if isinstance(exc, Tampered):
+            self.chan.send("patched", phase=f"a call of {workload}", names=exc.names)
+        elif isinstance(exc, outputs.ModeLeftPushed):
+            self.chan.send("patched", phase=f"a call of {workload}", names=[str(exc)])
+        else:
+            # Touching it could run the submission's code: reported unread.
+            self.chan.send("bad_output", workload=workload, message=str(exc))
 
     def time_workload(self, workload: dict, flusher: timing.L2Flusher) -> bool:
         name, params, cfg = workload["name"], workload["params"], self.job.timing
@@ -306,31 +354,29 @@ class Child:
                     seed = self.chan.seed(name, "call")
                     inputs = self.inputs(params, seed)
                     honesty.poison_allocator(self.device, _bytes_of(inputs))
-                    events, out = self._invoke(sub, inputs, flusher=flusher)
+                    made = self._invoke(sub, inputs, flusher=flusher)
                     host_bound["sub"] += flusher.queue_us > flusher.cover_us
-                    sub_events.append(events)
+                    sub_events.append(made.events)
                     persisting = flusher.persisting_l2_bytes()
                     if persisting and not self.l2_reported:
                         self.l2_reported = True
                         self.chan.send("l2_persistence", workload=name, bytes=persisting)
-                    # Every output's norm is queued straight after the call's
-                    # own stream finished, the sampled values are gathered
-                    # behind it, and both are read again once the whole device
+                    # The harness's copies were queued straight after the end
+                    # event; the outputs are copied again once the whole device
                     # has finished: work left running on another stream or
                     # thread changes an output in between. The positions' seed
                     # is asked for only now, after the call returned.
-                    outputs = as_tuple(out)
-                    early_norms = fingerprints.output_norms(outputs)
                     sample_seed = self.chan.seed(name, "sample")
-                    early = fingerprints.read(outputs, seed=sample_seed, norms=early_norms)
+                    early = fingerprints.read(made.taken.copies, seed=sample_seed)
                     fp = early.fingerprint
                     prints.append({"seed": seed, "sample_seed": sample_seed, "fp": fp})
                     self.sync()
-                    settled = fingerprints.read(outputs, seed=sample_seed)
+                    later = outputs.take_again(made.taken.originals)
+                    settled = fingerprints.read(later, seed=sample_seed)
                     if not settled.same_as(early) and not self.escape_reported:
                         self.escape_reported = True
                         self.chan.send("escaped", workload=name, call=call)
-                    del out, outputs, early_norms
+                    del made, later
                 self.sync()
                 # Whether an audit follows this call is the parent's secret until now.
                 if not self.clean and self.chan.ask("audit", workload=name, call=call)["audit"]:
@@ -359,6 +405,9 @@ class Child:
                 self._audit_call(sub, name, params, flusher, covers["sub"]) for _ in range(left)
             ]
             batch = self._batch(name, sub, params, sub_ms, cfg)
+        except (Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
+            self._report_refusal(exc, name)
+            return False
         except BaseException as exc:
             self.chan.send(
                 "error", kind=classify(exc), phase="timing", workload=name, message=_describe(exc)
@@ -377,7 +426,9 @@ class Child:
             cover=flusher.describe(),
             cover_us=covers,
             host_bound=host_bound,
+            ops=sorted(self.op_log.ops),
         )
+        self.op_log.ops.clear()
         return True
 
     def profile_workload(self, workload: dict, mark: Any) -> bool:
@@ -394,11 +445,14 @@ class Child:
             seed = self.chan.seed(name, "call")
             inputs = self.inputs(params, seed)
             with mark.profiled():
-                _, out = self._invoke(model, inputs)
+                made = self._invoke(model, inputs)
             # The parent checks what the profiled kernels computed: their
             # durations stand against the timed child's reported times.
             sample_seed = self.chan.seed(name, "sample")
-            fp = fingerprints.read(as_tuple(out), seed=sample_seed).fingerprint
+            fp = fingerprints.read(made.taken.copies, seed=sample_seed).fingerprint
+        except (Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
+            self._report_refusal(exc, name)
+            return False
         except BaseException as exc:
             self.chan.send(
                 "error", kind=classify(exc), phase="profile", workload=name, message=_describe(exc)
@@ -436,6 +490,9 @@ class Child:
                     continue
                 inputs = self.inputs(params, warm_seeds[who])
                 self.sync()
+                if who == "sub" and not self.clean:
+                    queue_us[who].append(self._invoke(model, inputs).host_us)
+                    continue
                 queued = _perf_counter()
                 model(*inputs)
                 queue_us[who].append((_perf_counter() - queued) * 1e6)
@@ -472,11 +529,11 @@ class Child:
         # falls inside the covered call.
         flusher.cover_us = cover_us
         recorder = honesty.OpRecorder(kernels=self.device.type == "cuda")
-        _, out = self._invoke(sub, inputs, flusher=flusher, staged=staged, recorder=recorder)
+        made = self._invoke(sub, inputs, flusher=flusher, staged=staged, recorder=recorder)
         self.sync()
         sample_seed = self.chan.seed(name, "sample")
         fp = fingerprints.fingerprint(
-            as_tuple(out), seed=sample_seed, samples=fingerprints.AUDIT_SAMPLES
+            made.taken.copies, seed=sample_seed, samples=fingerprints.AUDIT_SAMPLES
         )
         return {
             "seed": seed,
@@ -497,8 +554,9 @@ class Child:
         calls = int(min(max(cfg.batch_ms / median, 5), 200))
         first = self.inputs(params, self.chan.seed(name, "warm"))
         # Every call has inputs of its own, and they all live at once: cap the
-        # count by memory (inputs, and about as much again for outputs).
-        per_call = 2 * max(_bytes_of(first), 1)
+        # count by memory (inputs, and about as much again for outputs and for
+        # the harness's copies of them).
+        per_call = 3 * max(_bytes_of(first), 1)
         calls = max(2, min(calls, int(cfg.batch_memory_bytes // per_call)))
         # One untimed pass first: keeping every output alive makes the caching
         # allocator call cudaMalloc for each one (hundreds of microseconds for
@@ -510,26 +568,34 @@ class Child:
             *(self.inputs(params, self.chan.seed(name, "warm")) for _ in range(1, calls)),
         ]
         del first
-        outs = [sub(*inputs) for inputs in warm]
+        with self.op_log:
+            outs = [sub(*inputs) for inputs in warm]
         del outs, warm
         seeds = [self.chan.seed(name, "call") for _ in range(calls)]
         sets = [self.inputs(params, seed) for seed in seeds]
+        spans = [outputs.input_spans(inputs) for inputs in sets]
         self.sync()
+        self._refuse_if_patched()
         start, end = timing.event(), timing.event()
-        outs = []
+        results = []
         self.chan.send("batch_begin", workload=name, calls=calls)
         timing.record(start)
-        for inputs in sets:
-            outs.append(sub(*inputs))
+        with self.op_log:
+            for inputs in sets:
+                results.append(sub(*inputs))
         timing.record(end)
+        # Copied by the harness's own means before anything else reads them.
+        taken = [outputs.take(r, s) for r, s in zip(results, spans, strict=True)]
+        del results
         timing.synchronize()
+        self._refuse_if_patched()
         self.chan.send(
             "batch_end", workload=name, calls=calls, event_ms=timing.elapsed_ms(start, end)
         )
         prints = []
-        for seed, out in zip(seeds, outs, strict=True):
+        for seed, made in zip(seeds, taken, strict=True):
             sample_seed = self.chan.seed(name, "sample")
-            fp = fingerprints.fingerprint(as_tuple(out), seed=sample_seed)
+            fp = fingerprints.fingerprint(made.copies, seed=sample_seed)
             prints.append({"seed": seed, "sample_seed": sample_seed, "fp": fp})
         return prints
 
@@ -579,6 +645,7 @@ def main() -> None:
     job_path, fd = sys.argv[1], int(sys.argv[2])
     reply_fd = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else None
     channel = Channel(fd, reply_fd)
+    honesty.block_audit_hooks()
     channel.send("hello", pid=os.getpid())
     with open(job_path) as fh:
         job = Job.from_dict(json.load(fh))

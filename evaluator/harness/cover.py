@@ -32,16 +32,18 @@ import torch
 BLOCK_THREADS = 512
 KERNEL_NAME = b"d2k_cover"
 
-# Writes zeros over the buffer (16 bytes a store, grid-stride), then spins
-# with nanosleep for `ns` nanoseconds more, by the GPU's global timer: the
-# host has the flush and the cover to queue the timed call, as it had with a
-# flush kernel followed by the sleep. Then the blocks leave together: each
-# block's first thread adds one to `counter` and waits until it reaches
-# `target` (every block of this launch has arrived; they are all resident, so
-# none waits on a block that cannot start), or until 1 ms past its deadline
-# as a safety valve. Blocks whose share of the flush drained late would
-# otherwise leave late, and another stream's kernel could take the SMs freed
-# by the early ones before the start event (seen on the H200: 48 µs ahead).
+# Spins with nanosleep for `ns` nanoseconds, by the GPU's global timer, then
+# writes zeros over the buffer (16 bytes a store, grid-stride): the host has
+# the cover to queue the timed call, and the flush is the last thing before
+# the start event, so nothing that ran while the cover held the GPU (a copy
+# engine's transfer on another stream, say) leaves the call's data in the L2.
+# Then the blocks leave together: each block's first thread adds one to
+# `counter` and waits until it reaches `target` (every block of this launch
+# has arrived; they are all resident, so none waits on a block that cannot
+# start), or until 1 ms past its own flush as a safety valve. Blocks whose
+# share of the flush drained late would otherwise leave late, and another
+# stream's kernel could take the SMs freed by the early ones before the start
+# event (seen on the H200: 48 µs ahead).
 # `.maxntid` and `.minnctapersm 4` keep it within 32 registers a thread, so
 # that 4 blocks of 512 threads (2048, an SM's limit on Hopper and Ampere) fit
 # on one SM at once.
@@ -76,15 +78,6 @@ PTX = r"""
     add.u64 %rd5, %rd5, %rd6;
     mul.wide.u32 %rd7, %r3, %r4;
     mov.b32 %r5, 0;
-FLUSH:
-    setp.ge.u64 %p1, %rd5, %rd3;
-    @%p1 bra SPIN;
-    shl.b64 %rd8, %rd5, 4;
-    add.u64 %rd9, %rd2, %rd8;
-    st.global.v4.b32 [%rd9], {%r5, %r5, %r5, %r5};
-    add.u64 %rd5, %rd5, %rd7;
-    bra FLUSH;
-SPIN:
     mov.u64 %rd1, %globaltimer;
     add.u64 %rd10, %rd1, %rd4;
 WAIT:
@@ -92,13 +85,23 @@ WAIT:
     mov.u64 %rd11, %globaltimer;
     setp.lt.u64 %p2, %rd11, %rd10;
     @%p2 bra WAIT;
+FLUSH:
+    setp.ge.u64 %p1, %rd5, %rd3;
+    @%p1 bra FLUSHED;
+    shl.b64 %rd8, %rd5, 4;
+    add.u64 %rd9, %rd2, %rd8;
+    st.global.v4.b32 [%rd9], {%r5, %r5, %r5, %r5};
+    add.u64 %rd5, %rd5, %rd7;
+    bra FLUSH;
+FLUSHED:
     barrier.sync 0;
     setp.ne.u32 %p3, %r1, 0;
     @%p3 bra DONE;
     ld.param.u64 %rd12, [counter];
     ld.param.u64 %rd13, [target];
     atom.global.add.u64 %rd14, [%rd12], 1;
-    add.u64 %rd15, %rd10, 1000000;
+    mov.u64 %rd1, %globaltimer;
+    add.u64 %rd15, %rd1, 1000000;
 ARRIVE:
     ld.volatile.global.u64 %rd16, [%rd12];
     setp.ge.u64 %p4, %rd16, %rd13;

@@ -8,12 +8,14 @@ the parent makes from outside (see docs/evaluator.md, "Defence in depth").
 from __future__ import annotations
 
 import builtins
+import gc as _gc
 import inspect
 import json
 import os
 import sys
 import threading
 import time
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -22,6 +24,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 # Taken before any submission is imported (see PatchGuard).
 _device_synchronize = torch.cuda.synchronize
+_vars, _len, _isinstance = vars, len, isinstance
+_gettrace, _getprofile = sys.gettrace, sys.getprofile
 
 
 def _patch_targets() -> list[tuple[str, Any, str]]:
@@ -58,12 +62,105 @@ def _patch_targets() -> list[tuple[str, Any, str]]:
     return targets
 
 
-class PatchGuard:
-    """Remembers the identity of the functions that timing and checking rely on.
+def _guarded_namespaces() -> list[tuple[str, Any]]:
+    """Every namespace whose contents the harness relies on when it calls or reads.
 
-    Attributes are read statically (the object stored on the module or class,
-    not what attribute lookup makes of it): a class method looked up gives a
-    new bound method every time, its stored descriptor stays the same.
+    Whole namespaces, not lists of names: a deferred output can hide behind
+    any method of `torch.Tensor` or any function of `torch`, `pickle` or `io`
+    that the harness, or torch on its behalf, reaches after a call.
+    """
+    import io
+    import pickle
+
+    spaces: list[tuple[str, Any]] = [
+        ("torch.Tensor", torch.Tensor),
+        ("torch", torch),
+        ("torch._C", torch._C),
+        ("torch.cuda", torch.cuda),
+        ("torch.cuda.Event", torch.cuda.Event),
+        ("torch.cuda.Stream", torch.cuda.Stream),
+        ("torch.nn.Module", torch.nn.Module),
+        ("builtins", builtins),
+        ("pickle", pickle),
+        ("io", io),
+        ("os", os),
+        ("json", json),
+        ("time", time),
+    ]
+    spaces += [
+        (name, module)
+        for name, module in sorted(sys.modules.items())
+        if name.startswith("evaluator.harness") and module is not None
+    ]
+    return spaces
+
+
+def _hooks() -> frozenset[str]:
+    """Ways to run code later, at a moment of the harness's choosing, that hold no patch.
+
+    A garbage-collector callback and a `sys.monitoring` tool run their code
+    in the middle of the harness's own; the guard reports any added after its
+    snapshot. (Audit hooks cannot be added at all: `block_audit_hooks`.)
+    """
+    found = {f"gc.callbacks[{id(callback)}]" for callback in _gc.callbacks}
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        found |= {
+            f"sys.monitoring tool {tool} ({monitoring.get_tool(tool)})"
+            for tool in range(6)
+            if monitoring.get_tool(tool) is not None
+        }
+    return frozenset(found)
+
+
+def block_audit_hooks() -> None:
+    """From now on, no audit hook can be added to this process.
+
+    An audit hook runs at events the harness's own reads raise (opening a
+    file, for one), so it could compute a deferred output there. Adding one
+    raises the audit event `sys.addaudithook`, and a hook that raises a
+    RuntimeError on it makes Python drop the addition (quietly): the harness
+    adds that hook before the submission is imported.
+    """
+
+    def refuse(event: str, args: tuple) -> None:
+        if event == "sys.addaudithook":
+            raise RuntimeError("the evaluator does not allow audit hooks")
+
+    sys.addaudithook(refuse)
+
+
+def settle_torch() -> None:
+    """Make now the changes torch's compiler makes to torch itself on its first compile.
+
+    On its first compilation, TorchDynamo wraps `torch.manual_seed` and
+    `torch.nn.Module.__init__` (and adds an attribute to `Module`). A
+    baseline that is compiled (torch.compile) is first compiled in the
+    middle of timing, where the guard would take those changes for the
+    submission's. Made before the guard's snapshot, they are part of it.
+    """
+    try:
+        from torch._dynamo import eval_frame, mutation_guard
+    except ImportError:
+        return
+    patch = getattr(getattr(eval_frame, "TorchPatcher", None), "patch", None)
+    tagging = getattr(mutation_guard, "install_generation_tagging_init", None)
+    for step in (patch, tagging):
+        if callable(step):
+            step()
+
+
+class PatchGuard:
+    """Remembers the identity of everything that timing and checking rely on.
+
+    Two records, both taken before the submission is imported:
+    - every entry of the guarded namespaces (`_guarded_namespaces`), checked
+      by identity before and after every call of the submission's
+      (`patched`): an entry replaced or removed, or a new entry on a class,
+      is a patch. A module may gain submodules (an import adds them);
+    - the named functions of `_patch_targets`, read statically (a class
+      method looked up gives a new bound method every time, its stored
+      descriptor stays the same), checked after each phase (`changed`).
     """
 
     def __init__(self) -> None:
@@ -71,7 +168,29 @@ class PatchGuard:
             (o, owner, n, inspect.getattr_static(owner, n, None))
             for o, owner, n in _patch_targets()
         ]
+        self._spaces = [
+            (name, owner, dict(vars(owner)), isinstance(owner, ModuleType))
+            for name, owner in _guarded_namespaces()
+        ]
         self._trace = (sys.gettrace(), sys.getprofile())
+        self._hooks = _hooks()
+
+    def patched(self) -> list[str]:
+        """The guarded namespaces' entries that changed since the snapshot (empty: none)."""
+        found: list[str] = []
+        for name, owner, before, is_module in self._spaces:
+            now = _vars(owner)
+            found += [f"{name}.{key}" for key, value in before.items() if now.get(key) is not value]
+            if _len(now) != _len(before):
+                found += [
+                    f"{name}.{key}"
+                    for key in now.keys() - before.keys()
+                    if not (is_module and _isinstance(now[key], ModuleType))
+                ]
+        if (_gettrace(), _getprofile()) != self._trace:
+            found.append("sys.settrace/setprofile")
+        found += sorted(_hooks() - self._hooks)
+        return found
 
     def changed(self) -> list[str]:
         found = [
@@ -79,8 +198,7 @@ class PatchGuard:
             for owner_name, owner, name, original in self._snapshot
             if inspect.getattr_static(owner, name, None) is not original
         ]
-        if (sys.gettrace(), sys.getprofile()) != self._trace:
-            found.append("sys.settrace/setprofile")
+        found += [name for name in self.patched() if name not in found]
         return found
 
 
@@ -113,7 +231,9 @@ def disallowed_ops(ops: set[str] | list[str], extra_allowed: tuple[str, ...] = (
     return sorted(op for op in ops if op.startswith("aten::") and op not in allowed)
 
 
-class _DispatchRecorder(TorchDispatchMode):
+class DispatchRecorder(TorchDispatchMode):
+    """Records the name of every aten op run under it."""
+
     def __init__(self) -> None:
         super().__init__()
         self.ops: set[str] = set()
@@ -135,7 +255,7 @@ class OpRecorder:
     """
 
     def __init__(self, *, kernels: bool = False) -> None:
-        self._mode = _DispatchRecorder()
+        self._mode = DispatchRecorder()
         activities = [torch.profiler.ProfilerActivity.CPU]
         if kernels:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -143,6 +263,11 @@ class OpRecorder:
         self._profiler = torch.profiler.profile(activities=activities)
         self.ops: set[str] = set()
         self.kernels: set[str] = set()
+
+    @property
+    def dispatch_mode(self) -> TorchDispatchMode:
+        """The recorder's own mode, the one mode a recorded call's result may be read under."""
+        return self._mode
 
     def __enter__(self) -> OpRecorder:
         self._profiler.__enter__()

@@ -6,9 +6,12 @@ outputs are computed here, from the same secret seeds the child used.
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 import re
 import secrets
+import time
 from pathlib import Path
 
 import torch
@@ -19,13 +22,18 @@ from . import honesty
 from .compare import Comparison, compare_tensor, dtype_name
 from .fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint, sample_places
 from .job import Plan, PlannedWorkload
+from .outputs import read_raw
 from .protocol import Observed, flag
 from .spec import Measurement, Status, WorkloadResult
 from .timing import summarize
 from .workload import as_tuple, load_module, make_inputs, make_model
 
-SAMPLED_TIMED_CALLS = 6
-SAMPLED_BATCH_CALLS = 2
+# Every timed and back-to-back call's fingerprint is checked against the
+# reference, in a random order, until the reference outputs this needs have
+# taken this long for the workload; past it (a slow reference), the calls
+# checked are a random sample of at least MIN_CHECKED_CALLS.
+TIMED_CHECK_BUDGET_S = 20.0
+MIN_CHECKED_CALLS = 64
 # The host clock may exceed the device events of a back-to-back batch by launch
 # and message overhead; far more than that means work escaped the events.
 BATCH_SLACK_RATIO = 1.3
@@ -60,11 +68,17 @@ class _Reference:
         self.module = load_module(path, f"d2k_reference_{task.slug}")
         self.device = torch.device("cuda" if mode is Mode.CUDA else "cpu")
 
+        self._models: dict[str, torch.nn.Module] = {}
+
     def outputs(self, params: dict, seed: int, model_seed: int) -> tuple:
         inputs = make_inputs(self.module, params, seed, self.device)
-        model = make_model(self.module.Model, self.module, params, model_seed, self.device)
+        key = json.dumps([params, model_seed], sort_keys=True, default=str)
+        if key not in self._models:
+            self._models[key] = make_model(
+                self.module.Model, self.module, params, model_seed, self.device
+            )
         with torch.no_grad():
-            return as_tuple(model(*inputs))
+            return as_tuple(self._models[key](*inputs))
 
 
 def judge(
@@ -114,8 +128,13 @@ def _judge_workload(
         seed = int(call["seed"])
         if seed not in expected_by_seed:
             expected_by_seed[seed] = reference.outputs(spec.params, seed, seed)
+        expected = expected_by_seed[seed]
+        misplaced = layout_problem(call.get("layouts"), expected, inplace=task.inplace)
+        if misplaced:
+            failure = failure or misplaced
+            continue
         got = _load_outputs(workdir / "out" / str(call["file"]), reference.device)
-        comparison = _compare_all(got, expected_by_seed[seed], task)
+        comparison = _compare_all(got, expected, task)
         worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
         worst_rel = max(worst_rel, comparison.rel_err or 0.0)
         if not comparison.ok and not failure:
@@ -176,18 +195,38 @@ GLUE_KERNEL = re.compile(
 # The harness's own kernels (cover.py, and torch.cuda._sleep where the cover
 # could not be loaded), which run inside an audit call's window.
 HARNESS_KERNELS = ("d2k_cover", "spin_kernel")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def own_kernel_names(source: str) -> set[str]:
-    """Every identifier in the submission's source: its Triton JIT functions and CUDA kernels.
+    """The kernels the submission declares: its Triton JIT functions and CUDA `__global__`s.
 
-    A Triton kernel runs under its function's name; a `load_inline` kernel
-    under its `__global__` function's (demangled, with namespaces, template
-    arguments and parameters). A library's kernel (cuBLAS, CuPy, Inductor)
-    is named by the library, not in the source.
+    A Triton kernel runs under its function's name (a function decorated
+    with `triton.jit`, possibly under `autotune` or `heuristics`); a
+    `load_inline` kernel under its `__global__` function's (demangled, with
+    namespaces, template arguments and parameters), declared in a string
+    the submission compiles. Only declarations count: a library kernel's
+    name in a comment, a docstring or a variable declares nothing. A
+    library's kernel (cuBLAS, CuPy, Inductor) is named by the library.
     """
-    return set(_IDENTIFIER.findall(source))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+            "jit" in ast.unparse(decorator) for decorator in node.decorator_list
+        ):
+            names.add(node.name)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            code = _LAUNCH_BOUNDS.sub(" ", _C_COMMENT.sub(" ", node.value))
+            names.update(match.group(1) for match in _GLOBAL_KERNEL.finditer(code))
+    return names
+
+
+_C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_GLOBAL_KERNEL = re.compile(r"__global__[^;{(]*?\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 def kernel_base_name(kernel: str) -> str:
@@ -218,7 +257,18 @@ def library_kernels(kernels: list[str], own: set[str]) -> list[str]:
 
 
 def _judge_kernels(spec, kernels: list[str], own: set[str], seen: Observed) -> None:
-    found = library_kernels(list(kernels or []), own)
+    kernels = [k for k in kernels or [] if isinstance(k, str)]
+    ran = [k for k in kernels if not any(name in k for name in HARNESS_KERNELS)]
+    if ran and not any(kernel_base_name(k) in own for k in ran):
+        # Glue may carry a kernel's data, not do its task: a call whose every
+        # kernel is a copy, fill or cast did the task in glue.
+        detail = (
+            f"{spec.name}: ran no kernel of its own, only torch's glue kernels "
+            f"({', '.join(sorted({k[:80] for k in ran})[:4])})"
+        )
+        if not any(f.get("check") == "glue_work" for f in seen.flags):
+            seen.flags.append(flag("glue_work", detail))
+    found = library_kernels(kernels, own)
     if not found:
         return
     shown = ", ".join(name[:160] for name in found[:8])
@@ -228,12 +278,55 @@ def _judge_kernels(spec, kernels: list[str], own: set[str], seen: Observed) -> N
 
 
 def _load_outputs(path: Path, device: torch.device) -> tuple:
+    """The harness's raw copies of a call's outputs (outputs.write_raw); no unpickling."""
     try:
-        # weights_only: the file came from untrusted code and must not unpickle objects.
-        loaded = torch.load(path, map_location=device, weights_only=True)
-    except Exception as exc:
-        return (f"unreadable output file: {type(exc).__name__}",)
-    return as_tuple(loaded)
+        return read_raw(path, device)
+    except (OSError, ValueError) as exc:
+        return (f"unreadable output file: {exc}",)
+
+
+def layout_problem(layouts: object, expected: tuple, *, inplace: bool) -> str:
+    """Why a call's outputs do not stand as results (empty: they do).
+
+    Each output has the reference's shape, dtype and strides (a stride of a
+    dimension of size one is free), and, unless the task works in place,
+    lies in memory of its own: a view of an input is no result.
+    """
+    if not isinstance(layouts, list) or len(layouts) != len(expected):
+        return f"returned {_count(layouts)} outputs, the reference returns {len(expected)}"
+    for index, (got, want) in enumerate(zip(layouts, expected, strict=True)):
+        prefix = f"output {index}" if len(expected) > 1 else "the output"
+        if not isinstance(got, dict):
+            return f"{prefix}: no layout reported"
+        shape = tuple(want.shape)
+        if tuple(got.get("shape", ())) != shape or got.get("dtype") != str(want.dtype):
+            return (
+                f"{prefix} is {got.get('dtype')} of shape {tuple(got.get('shape', ()))}, "
+                f"the reference's {want.dtype} of shape {shape}"
+            )
+        if _free_strides(shape, got.get("strides")) != _free_strides(shape, want.stride()):
+            return (
+                f"{prefix} has strides {tuple(got.get('strides') or ())}, the reference's "
+                f"{tuple(want.stride())}: return a tensor in the reference's layout"
+            )
+        if got.get("aliases") and not inplace:
+            inputs = ", ".join(str(i) for i in got["aliases"])
+            return (
+                f"{prefix} shares memory with input {inputs}: a view of an input is not a "
+                "result; write the output into memory of its own"
+            )
+    return ""
+
+
+def _free_strides(shape: tuple, strides: object) -> tuple:
+    """Strides with those of dimensions of size one left out: they address nothing."""
+    if not isinstance(strides, list | tuple) or len(strides) != len(shape):
+        return ("malformed",)
+    return tuple(s if n > 1 else None for n, s in zip(shape, strides, strict=True))
+
+
+def _count(value: object) -> int:
+    return len(value) if isinstance(value, list) else 0
 
 
 def _compare_all(got: tuple, expected: tuple, task: TaskSpec):
@@ -327,6 +420,26 @@ def _covers(msg: dict) -> dict:
     return out
 
 
+def _timed_calls_match(task, spec, entry: PlannedWorkload, msg: dict, reference) -> bool:
+    """Every timed and back-to-back call's fingerprint against the reference, in random order.
+
+    The child cannot tell which calls are checked: all of them are, unless
+    the reference is so slow that TIMED_CHECK_BUDGET_S runs out first, and
+    then the ones checked are a random sample of at least MIN_CHECKED_CALLS.
+    """
+    calls = list(msg.get("prints", [])) + list(msg.get("batch_prints", []))
+    secrets.SystemRandom().shuffle(calls)
+    started = time.monotonic()
+    for checked, item in enumerate(calls):
+        over = time.monotonic() - started > TIMED_CHECK_BUDGET_S
+        if over and checked >= MIN_CHECKED_CALLS:
+            break
+        expected = reference.outputs(spec.params, int(item["seed"]), entry.model_seed)
+        if not _fingerprint_matches(item["fp"], expected, int(item["sample_seed"]), task):
+            return False
+    return True
+
+
 def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_info):
     msg = seen.timings[spec.name]
     sub_ms, ref_ms = _times(msg, "sub_ms"), _times(msg, "ref_ms")
@@ -356,23 +469,17 @@ def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_
         back_to_back_ms=float(batch["event_ms"]) / int(batch["calls"]) if batch else None,
         **_covers(msg),
     )
-    # Re-check outputs of timed calls picked now, at random.
-    rng = secrets.SystemRandom()
-    prints = list(msg.get("prints", []))
-    batch_prints = list(msg.get("batch_prints", []))
-    sample = rng.sample(prints, min(SAMPLED_TIMED_CALLS, len(prints)))
-    sample += rng.sample(batch_prints, min(SAMPLED_BATCH_CALLS, len(batch_prints)))
-    for item in sample:
-        expected = reference.outputs(spec.params, int(item["seed"]), entry.model_seed)
-        if not _fingerprint_matches(item["fp"], expected, int(item["sample_seed"]), task):
-            return (
-                measurement,
-                {},
-                (
-                    "the output of a timed call differs from the reference (outputs must be "
-                    "computed on every call from that call's inputs)"
-                ),
-            )
+    # The ops of every other call of the workload's: timed, back-to-back, warm-up.
+    _judge_ops(task, spec, [op for op in msg.get("ops", []) if isinstance(op, str)], seen)
+    if not _timed_calls_match(task, spec, entry, msg, reference):
+        return (
+            measurement,
+            {},
+            (
+                "the output of a timed call differs from the reference (outputs must be "
+                "computed on every call from that call's inputs)"
+            ),
+        )
     # Every audit call is checked: one wrong answer is the finding.
     for item in msg.get("audit_prints", []):
         _judge_ops(task, spec, list(item.get("ops", [])), seen)

@@ -338,7 +338,7 @@ def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int,
         planned = seeds[name][index] if index < len(seeds[name]) else None
         if msg.get("tag") != tag or planned is None or msg.get("seed") != planned:
             return f"output of {name} with tag {msg.get('tag')!r} or seed not the planned one"
-        if msg.get("file") != f"{name}.{tag}.pt":
+        if msg.get("file") != f"{name}.{tag}.out":
             return f"output of {name} names the file {msg.get('file')!r}"
     return ""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -28,6 +28,10 @@ CUDA_LIMIT_PERSISTING_L2 = 0x06
 # own measurements.
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
+# The C method under it, with the stream given: nothing of torch.cuda's
+# Python side runs between a call's return and its end event.
+# (A CPU build of torch has no such method; it times nothing.)
+_record_on = getattr(torch._C._CudaEventBase, "record", _record)
 _elapsed = torch.cuda.Event.elapsed_time
 _event_sync = torch.cuda.Event.synchronize
 _sleep = torch.cuda._sleep
@@ -162,29 +166,41 @@ class L2Flusher:
         return int(value.value)
 
 
+def current_stream() -> torch.cuda.Stream:
+    return _current_stream()
+
+
 def timed_call(
-    model, inputs: Sequence, flusher: L2Flusher, staged: Sequence[tuple] = ()
+    model,
+    inputs: Sequence,
+    flusher: L2Flusher,
+    staged: Sequence[tuple] = (),
+    take: Callable[[object], object] | None = None,
 ) -> tuple[tuple, object]:
     """One timed call: flush and cover, then the call between two events on the current stream.
 
-    Returns the (start, end) events and the call's output, once the current
-    stream (only) has finished. `flusher.queue_us` is how long the host took
-    from the cover to the end event: past `flusher.cover_us`, the GPU may
-    have waited for the host.
+    Returns the (start, end) events and the call's output (what `take` made
+    of it, right after the end event, where given), once the current stream
+    (only) has finished. `flusher.queue_us` is how long the host took from
+    the cover to the end event: past `flusher.cover_us`, the GPU may have
+    waited for the host.
     `staged` holds (destination, source) tensor pairs copied on the current
     stream after the cover, before the start event: an audit call's inputs,
     which are then written only once the GPU is released (Child._audit_call).
     """
     start, end = event(), event()
+    stream = _current_stream()
     flusher.flush()
     queued = _perf_counter()
     for destination, source in staged:
         _copy(destination, source)
-    record(start)
+    _record_on(start, stream)
     out = model(*inputs)
-    record(end)
+    _record_on(end, stream)
     flusher.queue_us = (_perf_counter() - queued) * 1e6
-    stream_synchronize()
+    if take is not None:
+        out = take(out)
+    _stream_synchronize(stream)
     return (start, end), out
 
 

@@ -7,6 +7,7 @@ the same messages a child sends, with outputs computed on the CPU.
 import dataclasses
 
 import pytest
+import torch
 
 from evaluator.harness import judge as judge_module
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
@@ -312,7 +313,9 @@ def test_pinning_a_pointer_table_is_not_a_compute_op():
 def test_only_kernels_the_submission_compiled_or_glue_may_run():
     source = (
         "@triton.jit\ndef _softmax_single_pass(x): ...\n"
-        "__global__ void d2k_rows(const float* x) {}\n"
+        'CUDA = """__global__ void d2k_rows(const float* x) {}"""\n'
+        "# sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1\n"
+        "triton_poi_fused_exp_sub_0 = 'named, never declared'\n"
     )
     own = judge_module.own_kernel_names(source)
     kernels = [
@@ -330,3 +333,81 @@ def test_only_kernels_the_submission_compiled_or_glue_may_run():
     seen = Observed()
     judge_module._judge_kernels(SPEC, kernels, own, seen)
     assert checks(seen) == ["library_kernel"] and "sm90_xmma_gemm" in seen.flags[0]["detail"]
+
+
+OWN_AND_NAMED = '''
+"""Runs sm90_xmma_gemm_bf16 underneath."""
+import triton
+
+
+@triton.autotune(configs=[], key=[])
+@triton.jit
+def tuned(x): ...
+
+
+def helper(): ...
+
+
+SRC = r"""
+// __global__ void cutlass_commented(float* x)
+template <int T> __global__ void __launch_bounds__(256) d2k_hist(int* h) {}
+"""
+'''
+
+
+def test_a_kernel_is_own_only_where_the_submission_declares_it():
+    # A library kernel's name in a comment, a docstring, a variable or a
+    # commented-out line of CUDA declares nothing; a Triton JIT function
+    # (under autotune too) and a __global__ in a compiled string do.
+    assert judge_module.own_kernel_names(OWN_AND_NAMED) == {"tuned", "d2k_hist"}
+    assert judge_module.own_kernel_names("def broken(:") == set()
+
+
+def test_a_call_whose_every_kernel_is_glue_did_the_task_in_glue():
+    glue = [
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>()",
+        "d2k_cover",
+    ]
+    seen = Observed()
+    judge_module._judge_kernels(SPEC, glue, {"_transpose_tile"}, seen)
+    assert checks(seen) == ["glue_work"]
+    seen = Observed()
+    judge_module._judge_kernels(SPEC, [*glue, "_transpose_tile"], {"_transpose_tile"}, seen)
+    assert seen.flags == []
+    seen = Observed()
+    judge_module._judge_kernels(SPEC, ["d2k_cover"], set(), seen)
+    assert seen.flags == []
+
+
+def _reference_layout(shape=(4, 6), strides=None, aliases=()):
+    return {
+        "shape": list(shape),
+        "dtype": "torch.float32",
+        "device": "cpu",
+        "strides": list(strides or torch.empty(shape).stride()),
+        "aliases": list(aliases),
+    }
+
+
+def test_an_output_must_have_the_reference_s_layout_and_memory_of_its_own():
+    expected = (torch.empty(4, 6),)
+    assert judge_module.layout_problem([_reference_layout()], expected, inplace=False) == ""
+    transposed = judge_module.layout_problem(
+        [_reference_layout(strides=(1, 4))], expected, inplace=False
+    )
+    assert "strides (1, 4)" in transposed and "(6, 1)" in transposed
+    view = judge_module.layout_problem([_reference_layout(aliases=(0,))], expected, inplace=False)
+    assert "shares memory with input 0" in view
+    # A task that works in place returns its inputs.
+    assert (
+        judge_module.layout_problem([_reference_layout(aliases=(0,))], expected, inplace=True) == ""
+    )
+    # A dimension of size one may have any stride.
+    single = (torch.empty(1, 6),)
+    assert (
+        judge_module.layout_problem(
+            [_reference_layout((1, 6), strides=(999, 1))], single, inplace=False
+        )
+        == ""
+    )
+    assert "returned 0 outputs" in judge_module.layout_problem(None, expected, inplace=False)

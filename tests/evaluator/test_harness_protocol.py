@@ -22,7 +22,7 @@ def honest_messages():
         if event == "output":
             index = int(tag.rstrip("r"))
             seed = PLAN.workload(name).seeds[index]
-            msg.update(tag=tag, seed=seed, file=f"{name}.{tag}.pt")
+            msg.update(tag=tag, seed=seed, file=f"{name}.{tag}.out")
         msgs.append(msg)
     return [(float(i), m) for i, m in enumerate(msgs)]
 
@@ -40,7 +40,7 @@ def test_an_honest_sequence_is_accepted_without_flags():
         (lambda m: [*m, (99.0, {"event": "done"})], "after the end"),
         (lambda m: [*m[:2], (2.0, {"event": "done"})], "expected 'output'"),
         (lambda m: [m[0], m[1], (2.0, {**m[2][1], "seed": 999}), *m[3:]], "seed"),
-        (lambda m: [m[0], m[1], (2.0, {**m[2][1], "file": "../x.pt"}), *m[3:]], "names the file"),
+        (lambda m: [m[0], m[1], (2.0, {**m[2][1], "file": "../x.out"}), *m[3:]], "names the file"),
         (lambda m: [m[0], m[1], (2.0, {**m[2][1], "workload": "b"}), *m[3:]], "expected 'a'"),
         (
             lambda m: [*m[:-1], (50.0, {"event": "timing", "workload": "a"}), m[-1]],

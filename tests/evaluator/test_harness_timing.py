@@ -54,7 +54,7 @@ def test_a_timed_call_waits_for_its_own_stream_only(monkeypatch):
     # device is: a device-wide wait here would hide work left on a side stream.
     waited = []
     monkeypatch.setattr(timing, "_Event", lambda enable_timing: object())
-    monkeypatch.setattr(timing, "_record", lambda event: waited.append("record"))
+    monkeypatch.setattr(timing, "_record_on", lambda event, stream: waited.append("record"))
     monkeypatch.setattr(timing, "_current_stream", lambda: "the current stream")
     monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: waited.append(stream))
     monkeypatch.setattr(timing, "_synchronize", lambda: waited.append("the whole device"))
@@ -131,9 +131,7 @@ def test_the_cover_is_queued_on_an_idle_device(monkeypatch):
 def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     # Timing setting phases=3: the calls are one series, but every third of
     # them starts with new models and a warm-up of its own (Child._phase).
-    monkeypatch.setattr(
-        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
-    )
+    monkeypatch.setattr(timing, "timed_call", _stub_timed_call())
     phases, sent = [], []
     covers = {"sub": 250.0, "ref": 200.0}
     cfg = {"phases": 3, "max_calls": 6, "budget_s": 60.0}
@@ -149,6 +147,15 @@ def test_a_workload_s_calls_split_into_phases_each_with_new_models(monkeypatch):
     [(event, fields)] = sent
     assert event == "timing" and len(fields["sub_ms"]) == len(fields["ref_ms"]) == 6
     assert fields["cover_us"] == covers
+
+
+def _stub_timed_call(result=lambda model, inputs: torch.zeros(1)):
+    """timed_call over no GPU: events (0.0, 1.0), and what `take` makes of `result`."""
+
+    def timed_call(model, inputs, flusher, staged=(), take=None):
+        return (0.0, 1.0), (take(result(model, inputs)) if take else ())
+
+    return timed_call
 
 
 def _fake_flusher(**fields) -> SimpleNamespace:
@@ -178,6 +185,9 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase, audits=()) -> 
     child.sync = lambda: None
     child._batch = lambda *args: []
     child._phase = phase
+    # Taken last, so that the test's own stubs are what it guards.
+    child.guard = honesty.PatchGuard()
+    child.op_log = honesty.DispatchRecorder()
     return child
 
 
@@ -186,9 +196,7 @@ WORKLOAD = {"name": "w", "params": {}}
 
 def _time_stub_calls(monkeypatch, cfg: dict, workload: dict = WORKLOAD, audits=()) -> dict:
     """time_workload over stub timed calls of 1 ms and stub models: the fields it reports."""
-    monkeypatch.setattr(
-        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), ())
-    )
+    monkeypatch.setattr(timing, "timed_call", _stub_timed_call())
     sent: list = []
     child = _fake_child(
         monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1}), audits
@@ -201,7 +209,7 @@ def _time_stub_calls(monkeypatch, cfg: dict, workload: dict = WORKLOAD, audits=(
 def _stub_event_primitives(monkeypatch) -> None:
     """The CUDA event and stream primitives timed_call uses, as no-ops (events read 0.0)."""
     monkeypatch.setattr(timing, "_Event", lambda enable_timing: 0.0)
-    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_record_on", lambda event, stream: None)
     monkeypatch.setattr(timing, "_current_stream", lambda: None)
     monkeypatch.setattr(timing, "_stream_synchronize", lambda stream: None)
 
@@ -209,9 +217,9 @@ def _stub_event_primitives(monkeypatch) -> None:
 def test_calls_the_host_queued_slower_than_their_cover_are_counted(monkeypatch):
     # The submission's calls take the host 900 µs to queue against a cover
     # of 250 µs: its events may time the host, and the report says how often.
-    def timed_call(model, inputs, flusher, staged=()):
+    def timed_call(model, inputs, flusher, staged=(), take=None):
         flusher.queue_us = 900.0 if model == "sub" else 50.0
-        return (0.0, 1.0), ()
+        return (0.0, 1.0), (take(torch.zeros(1)) if take else ())
 
     monkeypatch.setattr(timing, "timed_call", timed_call)
     sent: list = []
@@ -305,9 +313,7 @@ def test_audits_placed_after_the_last_call_the_budget_allowed_still_run(monkeypa
 
 def _escape_child(monkeypatch, out: torch.Tensor, finish) -> tuple[Child, list]:
     """A child timing a submission that returns `out`; `finish` runs at the first device sync."""
-    monkeypatch.setattr(
-        timing, "timed_call", lambda model, inputs, flusher, staged=(): ((0.0, 1.0), model())
-    )
+    monkeypatch.setattr(timing, "timed_call", _stub_timed_call(lambda model, inputs: model()))
     sent: list = []
     cfg = {"phases": 1, "max_calls": 2, "budget_s": 60.0}
     models = (lambda: out, lambda: None, {"sub": 1, "ref": 1})
