@@ -67,6 +67,18 @@ PollOpt = Annotated[
     ),
 ]
 
+# What is uploaded is private (its owner and the moderators see it) until published: here,
+# on the upload pages and in the API alike. `--private` is the default, kept for scripts.
+PublicOpt = Annotated[
+    bool,
+    typer.Option(
+        "--public/--private",
+        help="--public publishes it at once: everyone sees it. Without it, it stays private "
+        "(you and the moderators) until you publish it from its page; --private, the "
+        "default, is accepted for older scripts.",
+    ),
+]
+
 
 def friendly(fn: F) -> F:
     """A ClientError becomes one line on stderr and exit status 1."""
@@ -212,16 +224,16 @@ def submit(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
     task_slug: Annotated[str, typer.Option("--task", help="The task's slug.")],
     wait: Annotated[bool, typer.Option(help="Wait for the evaluation and show it.")] = False,
-    private: Annotated[bool, typer.Option(help="Hide the source from other users.")] = False,
+    public: PublicOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Upload a kernel file (class ModelNew) for a task."""
+    """Upload a kernel file (class ModelNew) for a task; private until published."""
     api = _state(ctx).api
     submission = api.upload(
         "/api/submissions/",
         field="file",
         file=file,
-        data={"task": task_slug, "is_public": str(not private).lower()},
+        data={"task": task_slug, "is_public": str(public).lower()},
     )
     if not as_json:
         console.print(
@@ -286,7 +298,7 @@ def pack_run(
 def submit_run(
     ctx: typer.Context,
     bundle: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
-    private: Annotated[bool, typer.Option(help="Hide the run from other users.")] = False,
+    public: PublicOpt = False,
     wait: Annotated[
         bool, typer.Option(help="Follow its evaluations until all have finished, then show it.")
     ] = False,
@@ -294,7 +306,8 @@ def submit_run(
     poll_interval: PollOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Upload a run bundle (zip), with a progress bar; --wait follows its evaluations."""
+    """Upload a run bundle (zip), private until published, with a progress bar; --wait
+    follows its evaluations."""
     _follow_options_check(wait=wait, timeout=timeout, poll_interval=poll_interval)
     state = _state(ctx)
     api = state.api
@@ -311,7 +324,7 @@ def submit_run(
             "/api/runs/",
             field="bundle",
             file=bundle,
-            data={"is_public": str(not private).lower()},
+            data={"is_public": str(public).lower()},
             advance=lambda n: progress.advance(bar, n),
         )
     if as_json and not wait:
