@@ -28,6 +28,7 @@ from .display import (
     err_console,
     evaluation_show,
     job_line,
+    plain,
     print_json,
     rows_table,
     run_show,
@@ -145,7 +146,7 @@ def login(
     state.config.tokens[server] = token
     state.config.default_server = server
     path = state.config.save()
-    console.print(f"Logged in to {server}; the token is stored in {path}.")
+    console.print(plain(f"Logged in to {server}; the token is stored in {path}."))
 
 
 @app.command()
@@ -195,7 +196,7 @@ def task(
 
 def _wait_for_submission(api: Api, pk: int) -> dict[str, Any]:
     """Poll the submission until its evaluation finishes, with a live line of its state."""
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
         line = progress.add_task("asking the portal…", total=None)
         while True:
@@ -237,8 +238,10 @@ def submit(
     )
     if not as_json:
         console.print(
-            f"Submission {submission['id']} for {submission['task']}: {api.server}"
-            f"/submissions/{submission['id']}/"
+            plain(
+                f"Submission {submission['id']} for {submission['task']}: {api.server}"
+                f"/submissions/{submission['id']}/"
+            )
         )
     if wait:
         submission = _wait_for_submission(api, submission["id"])
@@ -281,15 +284,17 @@ def pack_run(
     if not bundle.ok:
         for e in bundle.errors:
             where = ":".join(str(p) for p in (e.file, e.line) if p is not None)
-            err_console.print(f"{where or 'bundle'}: {e.message}", markup=False, highlight=False)
+            say(f"{where or 'bundle'}: {e.message}")
         raise ClientError(f"{len(bundle.errors)} problem(s); no bundle written")
     target = output or directory.resolve().with_suffix(".zip")
     target.write_bytes(data)
     assert bundle.manifest is not None
     console.print(
-        f"Wrote {target} ({len(data):,} bytes): {len(bundle.kernels)} kernel(s), "
-        f"{len(bundle.traces)} trace(s), {len(bundle.proposals)} proposal(s), "
-        f"condition {bundle.manifest.condition}."
+        plain(
+            f"Wrote {target} ({len(data):,} bytes): {len(bundle.kernels)} kernel(s), "
+            f"{len(bundle.traces)} trace(s), {len(bundle.proposals)} proposal(s), "
+            f"condition {bundle.manifest.condition}."
+        )
     )
 
 
@@ -313,7 +318,7 @@ def submit_run(
     api = state.api
     size = bundle.stat().st_size
     columns = (
-        TextColumn("uploading {task.description}"),
+        TextColumn("uploading {task.description}", markup=False),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
@@ -330,7 +335,7 @@ def submit_run(
     if as_json and not wait:
         return print_json(created)
     if not as_json:
-        console.print(f"Run {created['id']}: {created['url']}")
+        console.print(plain(f"Run {created['id']}: {created['url']}"))
     if wait:
         _follow_run(state, created["id"], as_json=as_json, timeout=timeout, poll=poll_interval)
     return None
@@ -460,7 +465,7 @@ def leaderboard(
     params = {k: v for k, v in params.items() if v not in (None, "")}
     if fmt is BoardFormat.csv:
         response = api.request("GET", "/api/leaderboard/", params={**params, "format": "csv"})
-        sys.stdout.write(response.text)
+        sys.stdout.write(plain(response.text).plain)
         return None
     data = api.get("/api/leaderboard/", **params)
     if as_json or fmt is BoardFormat.json:
