@@ -128,6 +128,10 @@ def main_options(
 @friendly
 def login(
     ctx: typer.Context,
+    server: Annotated[
+        str | None,
+        typer.Option(help="The portal to log in to (as `d2k --server URL login`)."),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(envvar="D2K_TOKEN", help="API token (your profile page shows it)."),
@@ -135,7 +139,7 @@ def login(
 ) -> None:
     """Check an API token against the server and store it for that server."""
     state = _state(ctx)
-    server = state.config.server(state.explicit_server)
+    server = state.config.server(server or state.explicit_server)
     if token is None:
         token = typer.prompt(
             f"API token for {server} (from {server}/accounts/profile/)", hide_input=True
@@ -464,7 +468,14 @@ def leaderboard(
     }
     params = {k: v for k, v in params.items() if v not in (None, "")}
     if fmt is BoardFormat.csv:
-        response = api.request("GET", "/api/leaderboard/", params={**params, "format": "csv"})
+        # ?format=csv picks the portal's CSV renderer, which answers only a client that
+        # accepts text/csv (the JSON default would be a 406).
+        response = api.request(
+            "GET",
+            "/api/leaderboard/",
+            params={**params, "format": "csv"},
+            headers={"Accept": "text/csv"},
+        )
         sys.stdout.write(plain(response.text).plain)
         return None
     data = api.get("/api/leaderboard/", **params)
