@@ -25,7 +25,6 @@ from evaluator.selectors import (
     RESULT_FIELDS,
     evaluation_job_view,
     evaluation_latest_for_submission,
-    evaluation_view_for_viewer,
 )
 from leaderboard.selectors import evaluation_expert_fractions
 from moderation.models import ModerationKind
@@ -34,12 +33,16 @@ from moderation.services import moderation_act
 from scoring.api import PropertyResultSerializer
 from scoring.selectors import submission_properties_view
 from submissions.models import Submission
-from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
+from submissions.selectors import (
+    submission_evaluation_for_viewer,
+    submission_get_for_viewer,
+    submission_list_for_owner,
+)
 from submissions.services import submission_upload, submission_visibility_set
 from task_catalog.models import Task
 
 # Copied from the Evaluation row as they are; message, log and results go through
-# evaluation_view_for_viewer, which hides hidden workloads from non-staff.
+# submission_evaluation_for_viewer, which hides hidden workloads from non-staff.
 EVALUATION_FIELDS = (
     "status",
     "is_finished",
@@ -174,7 +177,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
         evaluation = self._latest_evaluation(submission)
         if evaluation is None:
             return None
-        view = evaluation_view_for_viewer(evaluation=evaluation, user=self.context["user"])
+        view = submission_evaluation_for_viewer(evaluation=evaluation, user=self.context["user"])
         fractions = evaluation_expert_fractions(submission=submission, evaluation=evaluation)
         results = [
             {**r, "expert_fraction": None if r["hidden"] else fractions.get(r["name"])}

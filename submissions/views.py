@@ -11,7 +11,6 @@ from core.unavailable import UNAVAILABLE, unavailable_message
 from evaluator.selectors import (
     evaluation_job_view,
     evaluation_latest_for_submission,
-    evaluation_view_for_viewer,
 )
 from leaderboard.selectors import evaluation_expert_fractions
 from moderation.forms import ModerationForm
@@ -20,7 +19,11 @@ from moderation.services import moderation_act
 from runs.selectors import EXAMPLE_LABEL
 from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
-from submissions.selectors import submission_get_for_viewer, submission_list_for_owner
+from submissions.selectors import (
+    submission_evaluation_for_viewer,
+    submission_get_for_viewer,
+    submission_list_for_owner,
+)
 from submissions.services import submission_upload, submission_visibility_set
 
 
@@ -64,7 +67,7 @@ def mine(request: HttpRequest) -> HttpResponse:
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_get_for_viewer(user=request.user, pk=pk)
     evaluation = evaluation_latest_for_submission(submission=submission)
-    view = evaluation and evaluation_view_for_viewer(evaluation=evaluation, user=request.user)
+    view = evaluation and submission_evaluation_for_viewer(evaluation=evaluation, user=request.user)
     job = evaluation and evaluation_job_view(evaluation=evaluation)
     fractions = evaluation and evaluation_expert_fractions(
         submission=submission, evaluation=evaluation

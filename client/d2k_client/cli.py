@@ -28,6 +28,7 @@ from .display import (
     err_console,
     evaluation_show,
     job_line,
+    plain,
     print_json,
     rows_table,
     run_show,
@@ -64,6 +65,18 @@ PollOpt = Annotated[
         min=0.1,
         metavar="SECONDS",
         help=f"With --wait: time between two looks (default {POLL_SECONDS:g}).",
+    ),
+]
+
+# What is uploaded is private (its owner and the moderators see it) until published: here,
+# on the upload pages and in the API alike. `--private` is the default, kept for scripts.
+PublicOpt = Annotated[
+    bool,
+    typer.Option(
+        "--public/--private",
+        help="--public publishes it at once: everyone sees it. Without it, it stays private "
+        "(you and the moderators) until you publish it from its page; --private, the "
+        "default, is accepted for older scripts.",
     ),
 ]
 
@@ -115,6 +128,10 @@ def main_options(
 @friendly
 def login(
     ctx: typer.Context,
+    server: Annotated[
+        str | None,
+        typer.Option(help="The portal to log in to (as `d2k --server URL login`)."),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(envvar="D2K_TOKEN", help="API token (your profile page shows it)."),
@@ -122,7 +139,7 @@ def login(
 ) -> None:
     """Check an API token against the server and store it for that server."""
     state = _state(ctx)
-    server = state.config.server(state.explicit_server)
+    server = state.config.server(server or state.explicit_server)
     if token is None:
         token = typer.prompt(
             f"API token for {server} (from {server}/accounts/profile/)", hide_input=True
@@ -133,7 +150,7 @@ def login(
     state.config.tokens[server] = token
     state.config.default_server = server
     path = state.config.save()
-    console.print(f"Logged in to {server}; the token is stored in {path}.")
+    console.print(plain(f"Logged in to {server}; the token is stored in {path}."))
 
 
 @app.command()
@@ -183,7 +200,7 @@ def task(
 
 def _wait_for_submission(api: Api, pk: int) -> dict[str, Any]:
     """Poll the submission until its evaluation finishes, with a live line of its state."""
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
         line = progress.add_task("asking the portal…", total=None)
         while True:
@@ -212,21 +229,23 @@ def submit(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
     task_slug: Annotated[str, typer.Option("--task", help="The task's slug.")],
     wait: Annotated[bool, typer.Option(help="Wait for the evaluation and show it.")] = False,
-    private: Annotated[bool, typer.Option(help="Hide the source from other users.")] = False,
+    public: PublicOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Upload a kernel file (class ModelNew) for a task."""
+    """Upload a kernel file (class ModelNew) for a task; private until published."""
     api = _state(ctx).api
     submission = api.upload(
         "/api/submissions/",
         field="file",
         file=file,
-        data={"task": task_slug, "is_public": str(not private).lower()},
+        data={"task": task_slug, "is_public": str(public).lower()},
     )
     if not as_json:
         console.print(
-            f"Submission {submission['id']} for {submission['task']}: {api.server}"
-            f"/submissions/{submission['id']}/"
+            plain(
+                f"Submission {submission['id']} for {submission['task']}: {api.server}"
+                f"/submissions/{submission['id']}/"
+            )
         )
     if wait:
         submission = _wait_for_submission(api, submission["id"])
@@ -269,15 +288,17 @@ def pack_run(
     if not bundle.ok:
         for e in bundle.errors:
             where = ":".join(str(p) for p in (e.file, e.line) if p is not None)
-            err_console.print(f"{where or 'bundle'}: {e.message}", markup=False, highlight=False)
+            say(f"{where or 'bundle'}: {e.message}")
         raise ClientError(f"{len(bundle.errors)} problem(s); no bundle written")
     target = output or directory.resolve().with_suffix(".zip")
     target.write_bytes(data)
     assert bundle.manifest is not None
     console.print(
-        f"Wrote {target} ({len(data):,} bytes): {len(bundle.kernels)} kernel(s), "
-        f"{len(bundle.traces)} trace(s), {len(bundle.proposals)} proposal(s), "
-        f"condition {bundle.manifest.condition}."
+        plain(
+            f"Wrote {target} ({len(data):,} bytes): {len(bundle.kernels)} kernel(s), "
+            f"{len(bundle.traces)} trace(s), {len(bundle.proposals)} proposal(s), "
+            f"condition {bundle.manifest.condition}."
+        )
     )
 
 
@@ -286,7 +307,7 @@ def pack_run(
 def submit_run(
     ctx: typer.Context,
     bundle: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
-    private: Annotated[bool, typer.Option(help="Hide the run from other users.")] = False,
+    public: PublicOpt = False,
     wait: Annotated[
         bool, typer.Option(help="Follow its evaluations until all have finished, then show it.")
     ] = False,
@@ -294,13 +315,14 @@ def submit_run(
     poll_interval: PollOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Upload a run bundle (zip), with a progress bar; --wait follows its evaluations."""
+    """Upload a run bundle (zip), private until published, with a progress bar; --wait
+    follows its evaluations."""
     _follow_options_check(wait=wait, timeout=timeout, poll_interval=poll_interval)
     state = _state(ctx)
     api = state.api
     size = bundle.stat().st_size
     columns = (
-        TextColumn("uploading {task.description}"),
+        TextColumn("uploading {task.description}", markup=False),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
@@ -311,13 +333,13 @@ def submit_run(
             "/api/runs/",
             field="bundle",
             file=bundle,
-            data={"is_public": str(not private).lower()},
+            data={"is_public": str(public).lower()},
             advance=lambda n: progress.advance(bar, n),
         )
     if as_json and not wait:
         return print_json(created)
     if not as_json:
-        console.print(f"Run {created['id']}: {created['url']}")
+        console.print(plain(f"Run {created['id']}: {created['url']}"))
     if wait:
         _follow_run(state, created["id"], as_json=as_json, timeout=timeout, poll=poll_interval)
     return None
@@ -446,8 +468,15 @@ def leaderboard(
     }
     params = {k: v for k, v in params.items() if v not in (None, "")}
     if fmt is BoardFormat.csv:
-        response = api.request("GET", "/api/leaderboard/", params={**params, "format": "csv"})
-        sys.stdout.write(response.text)
+        # ?format=csv picks the portal's CSV renderer, which answers only a client that
+        # accepts text/csv (the JSON default would be a 406).
+        response = api.request(
+            "GET",
+            "/api/leaderboard/",
+            params={**params, "format": "csv"},
+            headers={"Accept": "text/csv"},
+        )
+        sys.stdout.write(plain(response.text).plain)
         return None
     data = api.get("/api/leaderboard/", **params)
     if as_json or fmt is BoardFormat.json:

@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 from .api import Api
-from .display import err_console
+from .display import err_console, plain
 
 # The portal's queue states (docs/evaluator.md): every other status is a verdict. The run
 # API also says `is_finished` per task; a portal without it is read by these.
@@ -83,10 +83,10 @@ def run_follow(
     FollowTimedOut after `timeout` seconds (None: no limit)."""
     columns = (
         SpinnerColumn(),
-        TextColumn("run {task.fields[run]} {task.description}"),
+        TextColumn("run {task.fields[run]} {task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[tally]}"),
+        TextColumn("{task.fields[tally]}", markup=False),
         TimeElapsedColumn(),
     )
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -97,10 +97,10 @@ def run_follow(
             tally = run_tally(run)
             progress.update(
                 bar,
-                description=run["state"],
+                description=plain(run["state"]).plain,
                 completed=tally.finished,
                 total=tally.total,
-                tally=tally.line(),
+                tally=plain(tally.line()).plain,
             )
             if run["state"] == COMPLETE:
                 return run

@@ -209,3 +209,27 @@ def test_leaderboard_prints_table_csv_and_json_and_passes_filters(board, d2k):
 def test_a_bad_filter_is_one_line(board, d2k):
     result = d2k("--server", board.url, "leaderboard", "--filter", "oops")
     assert result.exit_code == 1 and "KEY=VALUE" in result.stderr
+
+
+def test_login_takes_the_server_after_the_command_as_the_docs_write_it(live_server, d2k, db):
+    from tests.factories import UserFactory, api_token_key
+
+    token = api_token_key(UserFactory())
+
+    result = d2k("login", "--server", live_server.url, "--token", token)
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(config_path().read_text())["default_server"] == live_server.url
+
+
+def test_leaderboard_csv_from_the_portal_is_the_csv_export(portal, d2k, client):
+    from tests.leaderboard.test_board_views import scored
+
+    scored(model="model-csv")
+
+    result = d2k("leaderboard", "--format", "csv", "--model", "model-csv")
+
+    assert result.exit_code == 0, result.output
+    export = client.get("/api/leaderboard/", {"model": "model-csv", "format": "csv"})
+    assert result.stdout == export.content.decode()
+    assert "model-csv" in result.stdout.splitlines()[1]

@@ -177,3 +177,73 @@ def test_a_private_submission_never_shows_on_the_home_page_or_in_rankings(client
     evaluation = EvaluationFactory(submission__is_public=False, submission__filename="mine.py")
     body = client.get(reverse("leaderboard:home")).content.decode()
     assert f"/submissions/{evaluation.submission.pk}/" not in body
+
+
+# A hidden workload's figures as a kernel that saw the shape 4097 x 3001 could set them
+# (through its output's error, or its time), and each as the submission page prints it.
+HIDDEN_FIGURES = {
+    "max_abs_err": (0.000417, "0.000417"),
+    "rel_err": (0.000301, "0.000301"),
+    "median_ms": (0.4097, "0.4097"),
+    "ref_median_ms": (0.3001, "0.3001"),
+    "speedup": (40.97, "40.97×"),
+    "sol_fraction": (0.4321, "43.2 %"),
+    "achieved_tflops": (409.7, None),
+    "achieved_tbps": (3.001, None),
+}
+
+
+@pytest.fixture
+def hidden_row_submission():
+    """A public submission whose hidden workload failed, with every figure set."""
+    owner = UserFactory()
+    evaluation = EvaluationFactory(submission__owner=owner, submission__is_public=True)
+    WorkloadResultFactory(evaluation=evaluation, name="bf16_8192x1024", max_abs_err=0.5)
+    WorkloadResultFactory(
+        evaluation=evaluation,
+        name="hidden_bf16_4097x3001",
+        role="hidden",
+        hidden=True,
+        status="incorrect",
+        timing={"calls": 4097},
+        **{field: value for field, (value, _) in HIDDEN_FIGURES.items()},
+    )
+    return evaluation.submission
+
+
+@pytest.mark.parametrize("viewer", ["anonymous", "owner", "staff"])
+def test_a_hidden_rows_figures_reach_staff_only_in_the_api(viewer, hidden_row_submission):
+    client = _client(viewer, hidden_row_submission.owner, api=True)
+
+    body = client.get(f"/api/submissions/{hidden_row_submission.pk}/").json()
+
+    public, hidden = body["evaluation"]["results"]
+    assert (public["status"], hidden["status"]) == ("correct", "incorrect")
+    assert public["max_abs_err"] == 0.5 and public["median_ms"] == 1.0
+    figures = {field: hidden[field] for field in HIDDEN_FIGURES}
+    if viewer == "staff":
+        assert figures == {field: value for field, (value, _) in HIDDEN_FIGURES.items()}
+        assert hidden["timing"] == {"calls": 4097}
+    else:
+        assert hidden == {
+            **dict.fromkeys(hidden),
+            "name": "hidden workload 1",
+            "role": "hidden",
+            "hidden": True,
+            "status": "incorrect",
+            "message": "",
+        }
+
+
+@pytest.mark.parametrize("viewer", ["anonymous", "owner", "staff"])
+def test_a_hidden_rows_figures_reach_staff_only_on_the_page(viewer, hidden_row_submission):
+    client = _client(viewer, hidden_row_submission.owner)
+    name = "hidden_bf16_4097x3001" if viewer == "staff" else "hidden workload 1"
+
+    html = client.get(reverse("submissions:detail", args=[hidden_row_submission.pk])).content
+    [hidden_row] = [row for row in html.decode().split("<tr>") if f"<td>{name}" in row]
+
+    assert "status-incorrect" in hidden_row
+    figures = [shown for _, shown in HIDDEN_FIGURES.values() if shown]
+    printed = [shown for shown in figures if shown in hidden_row]
+    assert printed == (figures if viewer == "staff" else [])
