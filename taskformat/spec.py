@@ -48,6 +48,12 @@ class Tolerance:
     rel_l2: float
 
 
+# The matrix units whose rate the worker measures (`peak_tflops_<dtype>` in its
+# ceilings): a workload's FLOPs count at the rate of the one that does its work.
+COMPUTE_DTYPES = ("bf16", "fp8")
+DEFAULT_COMPUTE_DTYPE = "bf16"
+
+
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str
@@ -58,6 +64,7 @@ class WorkloadSpec:
     bytes: float = 0.0
     flops_formula: str = ""
     bytes_formula: str = ""
+    compute_dtype: str = DEFAULT_COMPUTE_DTYPE
 
 
 @dataclass(frozen=True)

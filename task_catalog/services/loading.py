@@ -22,12 +22,13 @@ from taskformat.package import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
     TaskPackageError,
+    compute_dtype_validate,
     iter_task_dirs,
     load_task,
     measured_content,
     measured_content_hash,
 )
-from taskformat.spec import TaskSpec, WorkloadRole
+from taskformat.spec import DEFAULT_COMPUTE_DTYPE, TaskSpec, WorkloadRole
 
 from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
 
@@ -99,6 +100,12 @@ def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
         except (FormulaError, ValueError, TypeError) as exc:
             raise ValidationError(f"workload {name}: {exc}") from exc
         out[kind], out[f"{kind}_formula"] = float(value), formula
+    try:
+        out["compute_dtype"] = compute_dtype_validate(
+            raw.get("compute_dtype") or DEFAULT_COMPUTE_DTYPE, f"workload {name}"
+        )
+    except TaskPackageError as exc:
+        raise ValidationError(str(exc)) from exc
     return out
 
 

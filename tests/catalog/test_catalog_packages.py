@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.judge import speed_of_light_terms
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from taskformat.spec import Level, Mode, WorkloadRole
 
@@ -73,6 +74,30 @@ def test_task_text_is_complete(task):
     by_level = {g.level: g for g in task.guidance}
     assert by_level[Level.L2].depends_on == (Level.L1,)
     assert by_level[Level.L3].depends_on
+
+
+# The H200's ceilings as the worker measures them (environment.ceilings): bandwidth and
+# bf16 rate from docs/baselines.json's environment, the fp8 rate (e4m3 _scaled_mm) from
+# the same measurement on the same H200 (1220-1256 TFLOP/s over its three shapes).
+H200_CEILINGS = {"peak_tbps": 4.4486, "peak_tflops_bf16": 740.0, "peak_tflops_fp8": 1256.0}
+MIN_SOL_US = 10.0
+TIMED_WORKLOADS = 85
+
+
+def test_every_timed_workload_takes_at_least_10_us_at_the_h200s_speed_of_light():
+    short, timed = [], 0
+    for folder in iter_task_dirs(DEFAULT_CATALOG_DIR):
+        for w in load_task(folder).workloads:
+            if w.role is not WorkloadRole.TIMED:
+                continue
+            timed += 1
+            compute_s, memory_s = speed_of_light_terms(w, H200_CEILINGS)
+            assert compute_s is not None, f"{folder.name}/{w.name}: no ceiling for its unit"
+            sol_us = max(compute_s, memory_s) * 1e6
+            if sol_us < MIN_SOL_US:
+                short.append(f"{folder.name}/{w.name}: {sol_us:.2f} us")
+    assert short == []
+    assert timed == TIMED_WORKLOADS
 
 
 def test_two_to_five_properties_per_level(task):

@@ -5,6 +5,9 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
+import torch
+
 from evaluator.harness import environment
 
 # Two GPUs, as on a two-GPU host: the evaluation runs on the second one.
@@ -196,3 +199,21 @@ def test_a_child_that_died_before_ready_has_only_its_start():
 
     assert child_stages([(3.0, {"event": "hello"})], 1.0, 9.0) == {"start": 2.0}
     assert child_stages([], 1.0, 9.0) == {}
+
+
+def test_without_fp8_matrix_instructions_there_is_no_fp8_ceiling():
+    if environment.fp8_matmul_supported():
+        pytest.skip("this machine has fp8 matrix instructions")
+    assert environment._measure_fp8_tflops() is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_gpu_records_an_fp8_ceiling_where_it_has_fp8_matrix_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("D2K_EVALUATOR_CACHE", str(tmp_path))
+    measured = environment.ceilings(refresh=True)
+    if not environment.fp8_matmul_supported():
+        assert "peak_tflops_fp8" not in measured
+        return
+    # Hopper's dense fp8 rate is twice its bf16 one; the measured ratio sits near that.
+    assert measured["peak_tflops_fp8"] > 1.4 * measured["peak_tflops_bf16"]
