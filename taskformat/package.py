@@ -70,10 +70,7 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
     return {
         "reference_source": spec.reference_source,
         "expert_source": spec.expert_source,
-        "tolerances": {
-            dtype: {"atol": t.atol, "rtol": t.rtol, "rel_l2": t.rel_l2}
-            for dtype, t in spec.tolerances.items()
-        },
+        "tolerances": {dtype: _tolerance_fields(t) for dtype, t in spec.tolerances.items()},
         "forbidden_ops": list(spec.forbidden_ops),
         "inplace": bool(spec.inplace),
         "seeds": int(spec.seeds),
@@ -94,6 +91,13 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
         "baseline_source": spec.baseline_source,
         "allowed_ops": list(spec.allowed_ops),
     }
+
+
+def _tolerance_fields(tolerance: Tolerance) -> dict[str, float]:
+    """A tolerance's measured fields; `abs_l2` only where set, so a task without a floor
+    keeps the hash it had before the field existed."""
+    fields = {"atol": tolerance.atol, "rtol": tolerance.rtol, "rel_l2": tolerance.rel_l2}
+    return fields | ({"abs_l2": tolerance.abs_l2} if tolerance.abs_l2 else {})
 
 
 def measured_content_hash(measured: Mapping[str, Any]) -> str:
@@ -166,7 +170,12 @@ def load_task(path: Path) -> TaskSpec:
     if slug != path.name:
         raise TaskPackageError(f"{path}: slug {slug!r} differs from the folder name")
     tolerances = {
-        dtype: Tolerance(atol=float(t["atol"]), rtol=float(t["rtol"]), rel_l2=float(t["rel_l2"]))
+        dtype: Tolerance(
+            atol=float(t["atol"]),
+            rtol=float(t["rtol"]),
+            rel_l2=float(t["rel_l2"]),
+            abs_l2=float(t.get("abs_l2", 0.0)),
+        )
         for dtype, t in need("tolerances").items()
     }
     if "default" not in tolerances:

@@ -310,7 +310,10 @@ def _tolerances_check(tolerances: Any) -> None:
     if not isinstance(tolerances, dict) or "default" not in tolerances:
         raise ValidationError("tolerances need a 'default' entry (atol, rtol, rel_l2)")
     for dtype, entry in tolerances.items():
-        if not isinstance(entry, dict) or set(entry) != {"atol", "rtol", "rel_l2"}:
-            raise ValidationError(f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2")
+        keys = set(entry) if isinstance(entry, dict) else set()
+        if not {"atol", "rtol", "rel_l2"} <= keys <= {"atol", "rtol", "rel_l2", "abs_l2"}:
+            raise ValidationError(
+                f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2 (and optionally abs_l2)"
+            )
         if not all(isinstance(v, int | float) and v >= 0 for v in entry.values()):
             raise ValidationError(f"tolerances[{dtype!r}] values must be non-negative numbers")

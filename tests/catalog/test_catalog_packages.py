@@ -132,18 +132,7 @@ def test_expert_is_correct_in_interpret_mode(slug):
     )
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout)
-    wrong = {w["name"] for w in verdict["workloads"] if w["status"] != "correct"}
-    if slug == "fused_adamw" and verdict["status"] == "incorrect" and wrong == KNOWN_FALSE_FAILURE:
-        pytest.xfail(
-            "fused_adamw's relative L2 bound (1e-6, no absolute floor) fails an honest fp32 "
-            "first moment that cancels to near zero in a one-element tensor, on about 2.5 % "
-            "of seeds (docs/evaluator.md, Correctness)"
-        )
     assert verdict["status"] == "correct", (verdict["message"], verdict["log"][-2000:])
-
-
-# The one workload of the one task where an honest expert is known to fail now and then.
-KNOWN_FALSE_FAILURE = {"check_hidden_two_scalars"}
 
 
 def _jit_functions_reading_plain_globals(source: str) -> list[str]:

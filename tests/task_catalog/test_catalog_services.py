@@ -258,6 +258,15 @@ def test_version_update_with_same_content_returns_the_current_version(catalog):
     assert TaskVersion.objects.count() == 1
 
 
+def test_version_update_takes_an_absolute_l2_floor(catalog):
+    load(catalog)
+    floored = {"default": {"atol": 1e-8, "rtol": 1e-5, "rel_l2": 1e-6, "abs_l2": 1e-9}}
+
+    version = task_version_update(task=Task.objects.get(), tolerances=floored)
+
+    assert version.number == 2 and version.tolerances == floored
+
+
 def test_version_update_computes_workload_counts_from_formulas(catalog):
     load(catalog)
     task = Task.objects.get()
@@ -289,6 +298,14 @@ def test_version_update_computes_workload_counts_from_formulas(catalog):
             "unknown name",
         ),
         ({"colour": "red"}, "not measured content"),
+        (
+            {"tolerances": {"default": {"atol": 1, "rtol": 1, "rel_l2": 1, "floor": 1}}},
+            "exactly atol, rtol and rel_l2",
+        ),
+        (
+            {"workloads": [{"name": "x", "role": "timed", "params": {}, "compute_dtype": "fp4"}]},
+            "compute_dtype 'fp4'",
+        ),
     ],
 )
 def test_version_update_rejects_invalid_content(catalog, fields, message):
