@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from taskformat.spec import Mode
+from taskformat.spec import Mode, WorkloadRole, WorkloadSpec
 
 from .spec import EVALUATOR_VERSION
 
@@ -280,6 +280,15 @@ def describe(mode: Mode) -> dict[str, Any]:
     else:
         info["device"] = "CPU (Triton interpreter)"
     return info
+
+
+def compute_dtypes(workloads: tuple[WorkloadSpec, ...]) -> dict[str, str]:
+    """The matrix unit each public timed workload's FLOPs count against (its ceiling).
+
+    For readers of the verdict without the task package (the catalog bar);
+    hidden workloads are left out, since the verdict's environment is public.
+    """
+    return {w.name: w.compute_dtype for w in workloads if w.role is WorkloadRole.TIMED}
 
 
 def _cache_dir() -> Path:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from taskformat import package
-from taskformat.spec import Mode, TaskSpec, WorkloadRole, WorkloadSpec
+from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
@@ -89,11 +89,7 @@ def evaluate(
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()
-        # Which ceiling each public workload's FLOPs count against, for readers of the
-        # verdict (the catalog bar) that have no task package.
-        env_info["compute_dtypes"] = {
-            w.name: w.compute_dtype for w in workloads if w.role is WorkloadRole.TIMED
-        }
+        env_info["compute_dtypes"] = environment.compute_dtypes(workloads)
         env_info["timing_settings"] = dataclasses.asdict(settings)
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))

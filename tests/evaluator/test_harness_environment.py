@@ -217,3 +217,18 @@ def test_the_gpu_records_an_fp8_ceiling_where_it_has_fp8_matrix_instructions(tmp
         return
     # Hopper's dense fp8 rate is twice its bf16 one; the measured ratio sits near that.
     assert measured["peak_tflops_fp8"] > 1.4 * measured["peak_tflops_bf16"]
+
+
+def test_the_verdict_names_the_unit_of_each_public_timed_workload_and_no_hidden_one():
+    from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+    from taskformat.spec import Mode
+
+    task = load_task(DEFAULT_CATALOG_DIR / "fp8_gemm_blockscale")
+
+    units = environment.compute_dtypes(task.workloads_for(Mode.CUDA))
+
+    assert units == {
+        "fp8_4096x7168x2048": "fp8",
+        "fp8_8192x4096x4096": "fp8",
+        "fp8_128x7168x16384": "fp8",
+    }
