@@ -232,3 +232,21 @@ def test_the_verdict_names_the_unit_of_each_public_timed_workload_and_no_hidden_
         "fp8_8192x4096x4096": "fp8",
         "fp8_128x7168x16384": "fp8",
     }
+
+
+@pytest.mark.parametrize("fp8", [1250.0, None])
+def test_the_ceilings_record_the_fp8_rate_only_where_it_was_measured(tmp_path, monkeypatch, fp8):
+    monkeypatch.setenv("D2K_EVALUATOR_CACHE", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(environment, "_measure_copy_tbps", lambda: 4.2)
+    monkeypatch.setattr(environment, "_measure_read_tbps", lambda: 4.4)
+    monkeypatch.setattr(environment, "_measure_bf16_tflops", lambda: 740.0)
+    monkeypatch.setattr(environment, "_measure_fp8_tflops", lambda: fp8)
+
+    measured = environment.ceilings(refresh=True)
+
+    assert (measured["peak_tbps"], measured["peak_tflops_bf16"]) == (4.4, 740.0)
+    assert measured.get("peak_tflops_fp8") == fp8
+    assert "e4m3 _scaled_mm" in measured["method"]
+    assert environment.ceilings() == measured  # read back from the cache
