@@ -15,6 +15,7 @@ import argparse
 import collections
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from evaluator.harness.compare import compare_tensor  # noqa: E402
 from evaluator.harness.workload import load_module  # noqa: E402
 from taskformat.package import load_task  # noqa: E402
+from taskformat.spec import TaskSpec  # noqa: E402
 
 
 def fp32_step(tensors: list[torch.Tensor], step: int, hyper: list[float]) -> None:
@@ -45,22 +47,24 @@ def fp32_step(tensors: list[torch.Tensor], step: int, hyper: list[float]) -> Non
         p.copy_(p * f32(1.0 - lr * weight_decay) - f32(step_size) * (m / denom))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=2000)
-    parser.add_argument("--workload", default="check_hidden_two_scalars")
-    args = parser.parse_args()
-    task = load_task(ROOT / "catalog" / "fused_adamw")
-    [workload] = [w for w in task.workloads if w.name == args.workload]
-    reference = load_module(str(ROOT / "catalog" / "fused_adamw" / "reference.py"), "adamw_ref")
-    hyper = reference.get_init_inputs(**workload.params)
+@dataclass(frozen=True)
+class Failures:
+    seeds: int  # seeds with at least one failing tensor
+    by_output: dict[str, int]  # failing tensors by output (p, m, v)
+    worst: float  # largest absolute error among the failing tensors
+
+
+def failures(task: TaskSpec, workload: str, seeds: range) -> Failures:
+    """How many of `seeds` the fp32 step fails by the task's tolerances, and where."""
+    [spec] = [w for w in task.workloads if w.name == workload]
+    reference = load_module(str(Path(task.directory) / "reference.py"), "adamw_ref")
+    hyper = reference.get_init_inputs(**spec.params)
     tolerance = task.tolerance_for("float32")
     failing: collections.Counter[str] = collections.Counter()
-    seeds_failing = 0
-    worst = 0.0
-    for seed in range(args.seeds):
+    seeds_failing, worst = 0, 0.0
+    for seed in seeds:
         torch.manual_seed(seed)
-        step, *tensors = reference.get_inputs(**workload.params)
+        step, *tensors = reference.get_inputs(**spec.params)
         n = len(tensors) // 4
         mine = [t.clone() for t in tensors]
         fp32_step(mine, step, hyper)
@@ -72,10 +76,20 @@ def main() -> None:
                 worst = max(worst, float((out.double() - ref.double()).abs().max()))
                 failed = True
         seeds_failing += failed
-    share = seeds_failing / args.seeds
+    return Failures(seeds_failing, dict(failing), worst)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=2000)
+    parser.add_argument("--workload", default="check_hidden_two_scalars")
+    args = parser.parse_args()
+    task = load_task(ROOT / "catalog" / "fused_adamw")
+    found = failures(task, args.workload, range(args.seeds))
+    share = found.seeds / args.seeds
     print(
-        f"{args.workload}: {seeds_failing} of {args.seeds} seeds fail ({share:.1%}); by output "
-        f"{dict(failing)}; largest absolute error among them {worst:.3g}; "
+        f"{args.workload}: {found.seeds} of {args.seeds} seeds fail ({share:.1%}); by output "
+        f"{found.by_output}; largest absolute error among them {found.worst:.3g}; "
         f"an evaluation draws {task.seeds} seeds: {1 - (1 - share) ** task.seeds:.1%} of them fail"
     )
 

@@ -40,6 +40,7 @@ ENV_FIELDS = (
     ("Evaluator", "evaluator_version"),
     ("Bandwidth ceiling", "ceiling_tbps"),
     ("bf16 ceiling", "ceiling_tflops"),
+    ("fp8 ceiling", "ceiling_tflops_fp8"),
 )
 
 
@@ -77,9 +78,9 @@ def environment_of(verdict: dict[str, Any]) -> dict[str, str]:
     )
     ceilings = env.get("ceilings") if isinstance(env.get("ceilings"), dict) else {}
     values["ceiling_tbps"] = _num(ceilings.get("peak_tbps"), 2, suffix=" TB/s").replace("—", "")
-    values["ceiling_tflops"] = _num(ceilings.get("peak_tflops_bf16"), 0, suffix=" TFLOP/s").replace(
-        "—", ""
-    )
+    for key, unit in (("ceiling_tflops", "bf16"), ("ceiling_tflops_fp8", "fp8")):
+        rate = ceilings.get(f"peak_tflops_{unit}")
+        values[key] = _num(rate, 0, suffix=" TFLOP/s").replace("—", "")
     return values
 
 
@@ -177,9 +178,10 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         "real evaluator (L2 flushed before each call, median over the timed calls, baseline",
         "and expert interleaved in one process).",
         "Speedup = baseline time / expert time. SOL = the workload's speed-of-light time",
-        "(its FLOPs at the bf16 ceiling or its minimum bytes at the bandwidth ceiling,",
-        "whichever is longer) over the expert's time. The ceilings are measured on the same",
-        "GPU (best of short runs: bf16 matrix products; the better of a copy and a read-only",
+        "(its FLOPs at the matrix ceiling of the unit that does its work, bf16 unless the",
+        "task declares fp8, or its minimum bytes at the bandwidth ceiling, whichever is",
+        "longer) over the expert's time. The ceilings are measured on the same GPU (best of",
+        "short runs: bf16 and fp8 matrix products; the better of a copy and a read-only",
         "sum) and sit below the datasheet's, so a kernel can pass 100 % honestly (cuBLAS-",
         "class GEMMs, read-mostly kernels). Task speedup is the geometric mean over the",
         "task's public timed workloads. DRAM traffic × minimum and the tensor-core share",

@@ -7,9 +7,10 @@ speed, and a memory-bound expert at 80 % of the measured speed of light on its l
 workload.
 
 Which of the two a task is comes from its workloads as measured, not from a list: a
-workload is FLOP-bound when its FLOPs at the measured matrix ceiling take longer than
-its minimum bytes at the measured bandwidth ceiling (the term that sets its speed of
-light), and a task is compute-bound when any of its timed workloads is. Its largest
+workload is FLOP-bound when its FLOPs at the measured matrix ceiling of the unit that does
+its work (bf16, or fp8 for a workload the task declares so) take longer than its minimum
+bytes at the measured bandwidth ceiling (the term that sets its speed of light), and a
+task is compute-bound when any of its timed workloads is. Its largest
 workload is the one with the longest speed-of-light time.
 
 Standard library only: `bench/baselines_md.py` writes the same sentence from the JSON
@@ -19,8 +20,8 @@ verdicts, without Django.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 LIBRARY_SHARE = 0.9
@@ -62,8 +63,16 @@ class BarWorkload:
 class Ceilings:
     """The device ceilings the speed of light was measured against."""
 
-    tflops: float
+    tflops: float  # the bf16 matrix rate
     tbps: float
+    # Other matrix units' rates (fp8) and the workloads whose FLOPs run on them.
+    unit_tflops: Mapping[str, float] = field(default_factory=dict)
+    workload_units: Mapping[str, str] = field(default_factory=dict)
+
+    def tflops_for(self, workload: str) -> float | None:
+        """The matrix rate of the unit doing `workload`'s work, None where it was not measured."""
+        unit = self.workload_units.get(workload, "bf16")
+        return self.tflops if unit == "bf16" else self.unit_tflops.get(unit)
 
 
 @dataclass(frozen=True)
@@ -73,16 +82,36 @@ class CatalogBar:
 
 
 def ceilings_from_environment(environment: Any) -> Ceilings | None:
-    """The ceilings a verdict's environment records (`ceilings`), or None."""
+    """The ceilings a verdict's environment records (`ceilings`, and `compute_dtypes`: the
+    unit each workload's FLOPs count against, bf16 where it names none), or None."""
     ceilings = environment.get("ceilings") if isinstance(environment, dict) else None
     if not isinstance(ceilings, dict):
         return None
-    tflops, tbps = ceilings.get("peak_tflops_bf16"), ceilings.get("peak_tbps")
-    if not (isinstance(tflops, int | float) and isinstance(tbps, int | float)):
+    tflops, tbps = _positive(ceilings.get("peak_tflops_bf16")), _positive(ceilings.get("peak_tbps"))
+    if tflops is None or tbps is None:
         return None
-    if tflops <= 0 or tbps <= 0:
+    units = {
+        key.removeprefix("peak_tflops_"): rate
+        for key, value in ceilings.items()
+        if key.startswith("peak_tflops_") and (rate := _positive(value)) is not None
+    }
+    dtypes = environment.get("compute_dtypes")
+    return Ceilings(
+        tflops=tflops,
+        tbps=tbps,
+        unit_tflops={unit: rate for unit, rate in units.items() if unit != "bf16"},
+        workload_units=(
+            {str(name): str(unit) for name, unit in dtypes.items()}
+            if isinstance(dtypes, dict)
+            else {}
+        ),
+    )
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return Ceilings(tflops=float(tflops), tbps=float(tbps))
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 def catalog_bar(
@@ -146,9 +175,10 @@ def _geomean(values: Sequence[float | None]) -> float | None:
 
 
 def _flop_bound(workload: BarWorkload, ceilings: Ceilings) -> bool | None:
-    if workload.achieved_tflops is None or workload.achieved_tbps is None:
+    tflops = ceilings.tflops_for(workload.name)
+    if workload.achieved_tflops is None or workload.achieved_tbps is None or tflops is None:
         return None
-    return workload.achieved_tflops / ceilings.tflops > workload.achieved_tbps / ceilings.tbps
+    return workload.achieved_tflops / tflops > workload.achieved_tbps / ceilings.tbps
 
 
 def compute_bound(workloads: Sequence[BarWorkload], ceilings: Ceilings | None) -> bool | None:

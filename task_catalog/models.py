@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import BaseModel
+from taskformat.spec import COMPUTE_DTYPES, DEFAULT_COMPUTE_DTYPE
 
 
 class Level(models.TextChoices):
@@ -86,6 +87,10 @@ class Workload(models.Model):
     bytes = models.FloatField(default=0)
     flops_formula = models.CharField(max_length=200, blank=True)
     bytes_formula = models.CharField(max_length=200, blank=True)
+    # The matrix unit whose measured rate its FLOPs count at (taskformat.spec.COMPUTE_DTYPES).
+    compute_dtype = models.CharField(
+        max_length=8, choices=[(d, d) for d in COMPUTE_DTYPES], default=DEFAULT_COMPUTE_DTYPE
+    )
     position = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -74,7 +74,10 @@ def _tolerance_lines(tolerances: Mapping[str, Mapping[str, float]]) -> list[str]
     for dtype in sorted(tolerances, key=lambda d: (d != "default", d)):
         t = tolerances[dtype]
         name = "other dtypes" if dtype == "default" else dtype
-        lines.append(f"- {name}: atol {t['atol']:g}, rtol {t['rtol']:g}, rel_l2 {t['rel_l2']:g}")
+        floor = f", abs_l2 {t['abs_l2']:g}" if t.get("abs_l2") else ""
+        lines.append(
+            f"- {name}: atol {t['atol']:g}, rtol {t['rtol']:g}, rel_l2 {t['rel_l2']:g}{floor}"
+        )
     return lines
 
 

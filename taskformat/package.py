@@ -23,6 +23,8 @@ from . import detectors
 from .counter_rules import CounterRuleError, counter_rule_validate
 from .formula import FormulaError, evaluate_formula
 from .spec import (
+    COMPUTE_DTYPES,
+    DEFAULT_COMPUTE_DTYPE,
     GuidanceSpec,
     Level,
     PropertySpec,
@@ -59,6 +61,7 @@ WORKLOAD_FIELDS = (
     "bytes",
     "flops_formula",
     "bytes_formula",
+    "compute_dtype",
 )
 
 
@@ -67,10 +70,7 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
     return {
         "reference_source": spec.reference_source,
         "expert_source": spec.expert_source,
-        "tolerances": {
-            dtype: {"atol": t.atol, "rtol": t.rtol, "rel_l2": t.rel_l2}
-            for dtype, t in spec.tolerances.items()
-        },
+        "tolerances": {dtype: _tolerance_fields(t) for dtype, t in spec.tolerances.items()},
         "forbidden_ops": list(spec.forbidden_ops),
         "inplace": bool(spec.inplace),
         "seeds": int(spec.seeds),
@@ -84,12 +84,20 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
                 "bytes": float(w.bytes),
                 "flops_formula": w.flops_formula,
                 "bytes_formula": w.bytes_formula,
+                "compute_dtype": w.compute_dtype,
             }
             for w in spec.workloads
         ],
         "baseline_source": spec.baseline_source,
         "allowed_ops": list(spec.allowed_ops),
     }
+
+
+def _tolerance_fields(tolerance: Tolerance) -> dict[str, float]:
+    """A tolerance's measured fields; `abs_l2` only where set, so a task without a floor
+    keeps the hash it had before the field existed."""
+    fields = {"atol": tolerance.atol, "rtol": tolerance.rtol, "rel_l2": tolerance.rel_l2}
+    return fields | ({"abs_l2": tolerance.abs_l2} if tolerance.abs_l2 else {})
 
 
 def measured_content_hash(measured: Mapping[str, Any]) -> str:
@@ -99,12 +107,28 @@ def measured_content_hash(measured: Mapping[str, Any]) -> str:
         for key in MEASURED_FIELDS
         if key not in OPTIONAL_FIELDS or measured.get(key)
     }
-    canonical["workloads"] = [
-        {key: w.get(key) for key in WORKLOAD_FIELDS} for w in measured["workloads"]
-    ]
+    canonical["workloads"] = [_workload_canonical(w) for w in measured["workloads"]]
     canonical["forbidden_ops"] = list(canonical["forbidden_ops"])
     payload = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _workload_canonical(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """A workload's hashed fields; the default compute dtype is left out, so a task that
+    declares none keeps the hash it had before the field existed."""
+    canonical = {key: workload.get(key) for key in WORKLOAD_FIELDS}
+    if canonical["compute_dtype"] in (None, DEFAULT_COMPUTE_DTYPE):
+        del canonical["compute_dtype"]
+    return canonical
+
+
+def compute_dtype_validate(value: Any, where: str) -> str:
+    """`value` as a compute dtype (`COMPUTE_DTYPES`); TaskPackageError naming `where` if not."""
+    if value not in COMPUTE_DTYPES:
+        raise TaskPackageError(
+            f"{where}: compute_dtype {value!r} is none of {', '.join(COMPUTE_DTYPES)}"
+        )
+    return str(value)
 
 
 DETECTOR_KINDS = detectors.KINDS
@@ -146,17 +170,28 @@ def load_task(path: Path) -> TaskSpec:
     if slug != path.name:
         raise TaskPackageError(f"{path}: slug {slug!r} differs from the folder name")
     tolerances = {
-        dtype: Tolerance(atol=float(t["atol"]), rtol=float(t["rtol"]), rel_l2=float(t["rel_l2"]))
+        dtype: Tolerance(
+            atol=float(t["atol"]),
+            rtol=float(t["rtol"]),
+            rel_l2=float(t["rel_l2"]),
+            abs_l2=float(t.get("abs_l2", 0.0)),
+        )
         for dtype, t in need("tolerances").items()
     }
     if "default" not in tolerances:
         raise TaskPackageError(f"{path / 'task.toml'}: tolerances need a 'default' entry")
 
+    compute = compute_dtype_validate(
+        meta.get("compute_dtype", DEFAULT_COMPUTE_DTYPE), str(path / "task.toml")
+    )
     workloads = [
-        *(_workload(path, w, WorkloadRole.TIMED, hidden=False) for w in need("workloads")),
-        *(_workload(path, w, WorkloadRole.HIDDEN, hidden=True) for w in meta.get("hidden", [])),
+        *(_workload(path, w, WorkloadRole.TIMED, compute, hidden=False) for w in need("workloads")),
         *(
-            _workload(path, w, WorkloadRole.CHECK, hidden=bool(w.get("hidden", False)))
+            _workload(path, w, WorkloadRole.HIDDEN, compute, hidden=True)
+            for w in meta.get("hidden", [])
+        ),
+        *(
+            _workload(path, w, WorkloadRole.CHECK, compute, hidden=bool(w.get("hidden", False)))
             for w in need("checks")
         ),
     ]
@@ -270,7 +305,10 @@ def _levels(path: Path, values: list[str]) -> tuple[Level, ...]:
         raise TaskPackageError(f"{path}: unknown guidance level in {values}") from exc
 
 
-def _workload(path: Path, raw: dict[str, Any], role: WorkloadRole, *, hidden: bool) -> WorkloadSpec:
+def _workload(
+    path: Path, raw: dict[str, Any], role: WorkloadRole, compute_dtype: str, *, hidden: bool
+) -> WorkloadSpec:
+    """One workload; `compute_dtype` is the task's, which the workload's own overrides."""
     try:
         name, params = raw["name"], dict(raw["params"])
     except KeyError as exc:
@@ -293,6 +331,9 @@ def _workload(path: Path, raw: dict[str, Any], role: WorkloadRole, *, hidden: bo
         bytes=nbytes,
         flops_formula=flops_formula,
         bytes_formula=bytes_formula,
+        compute_dtype=compute_dtype_validate(
+            raw.get("compute_dtype", compute_dtype), f"{path}: workload {name}"
+        ),
     )
 
 

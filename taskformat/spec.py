@@ -46,6 +46,17 @@ class Tolerance:
     # Relative L2 error ‖out − ref‖ / ‖ref‖ must also stay below this: an
     # elementwise atol alone lets a constant output pass where values are small.
     rel_l2: float
+    # An absolute floor under that bound, as the error's rms: ‖out − ref‖ may
+    # reach abs_l2·√n however small ‖ref‖ is, for an output that honest
+    # arithmetic can cancel to near zero. 0 (the default): no floor. A constant
+    # output still fails wherever the reference varies by more than abs_l2.
+    abs_l2: float = 0.0
+
+
+# The matrix units whose rate the worker measures (`peak_tflops_<dtype>` in its
+# ceilings): a workload's FLOPs count at the rate of the one that does its work.
+COMPUTE_DTYPES = ("bf16", "fp8")
+DEFAULT_COMPUTE_DTYPE = "bf16"
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class WorkloadSpec:
     bytes: float = 0.0
     flops_formula: str = ""
     bytes_formula: str = ""
+    compute_dtype: str = DEFAULT_COMPUTE_DTYPE
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
-    """Elementwise atol/rtol, a relative L2 bound, and NaN/Inf only where the reference has them."""
+    """Elementwise atol/rtol, a relative L2 bound (with the tolerance's absolute floor), and
+    NaN/Inf only where the reference has them."""
     if type(out) is not torch.Tensor:
         return Comparison(False, None, None, f"output is {type(out).__name__}, not a torch.Tensor")
     if out.shape != ref.shape:
@@ -55,8 +56,11 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comp
     over = int((finite & (diff > allowed)).sum().item())
     ref_norm = float(torch.linalg.vector_norm(torch.where(finite, r, 0.0)).item())
     err_norm = float(torch.linalg.vector_norm(diff).item())
-    rel = err_norm / ref_norm if ref_norm > 0 else err_norm
-    rel_bound = tol.rel_l2 if ref_norm > 0 else tol.atol * math.sqrt(r.numel())
+    floor = tol.abs_l2 * math.sqrt(r.numel())
+    if ref_norm > 0:
+        rel, rel_bound = err_norm / ref_norm, max(tol.rel_l2, floor / ref_norm)
+    else:
+        rel, rel_bound = err_norm, max(tol.atol * math.sqrt(r.numel()), floor)
 
     reasons = []
     if nan_wrong:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from taskformat.spec import Mode, TaskSpec
+from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import honesty
 from .compare import Comparison, compare_tensor, dtype_name
@@ -45,8 +45,9 @@ BATCH_MESSAGE_MS = 5.0
 LAUNCH_ALLOWANCE_MS = 0.25
 # A time under this fraction of the workload's speed-of-light floor is
 # impossible. The floor uses the measured ceilings, which sit below the
-# datasheet's (H200: 4.3-4.7 of 4.8 TB/s, about 800 of 989 TFLOP/s), so the
-# margin leaves room for a kernel that beats the measured peak honestly.
+# datasheet's (H200: 4.3-4.7 of 4.8 TB/s, about 800 of 989 dense bf16 TFLOP/s
+# and a similar share of the 1979 fp8 ones), so the margin leaves room for a
+# kernel that beats the measured peak honestly.
 SOL_FLOOR_MARGIN = 0.75
 
 
@@ -525,21 +526,18 @@ def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_
                     ),
                 )
             )
-    extra = {}
+    extra: dict[str, float] = {}
     ceilings = env_info.get("ceilings")
     if ceilings and med > 0:
         seconds = med * 1e-3
-        tflops = spec.flops / seconds / 1e12
-        tbps = spec.bytes / seconds / 1e12
-        floor_s = max(
-            spec.flops / (ceilings["peak_tflops_bf16"] * 1e12),
-            spec.bytes / (ceilings["peak_tbps"] * 1e12),
-        )
+        compute_s, memory_s = speed_of_light_terms(spec, ceilings)
+        floor_s = max(compute_s or 0.0, memory_s)
         extra = {
-            "achieved_tflops": tflops,
-            "achieved_tbps": tbps,
-            "sol_fraction": floor_s / seconds,
+            "achieved_tflops": spec.flops / seconds / 1e12,
+            "achieved_tbps": spec.bytes / seconds / 1e12,
         }
+        if compute_s is not None or not spec.flops:
+            extra["sol_fraction"] = floor_s / seconds
         if seconds < SOL_FLOOR_MARGIN * floor_s:
             seen.flags.append(
                 flag(
@@ -551,6 +549,24 @@ def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_
                 )
             )
     return measurement, extra, ""
+
+
+def speed_of_light_terms(spec: WorkloadSpec, ceilings: dict) -> tuple[float | None, float]:
+    """Seconds of the workload's FLOPs and of its bytes at this GPU's measured ceilings.
+
+    The FLOPs run at the matrix rate of the unit that does the work
+    (`peak_tflops_<compute_dtype>`: an fp8 GEMM at the fp8 rate, not the bf16
+    one); the longer term is its speed-of-light time. The compute term is None
+    where that unit's rate was not measured (no fp8 matrix instructions on this
+    GPU): the bytes term alone is then a lower bound, not a speed of light.
+    """
+    memory_s = spec.bytes / (float(ceilings["peak_tbps"]) * 1e12)
+    if not spec.flops:
+        return 0.0, memory_s
+    tflops = ceilings.get(f"peak_tflops_{spec.compute_dtype}")
+    if not isinstance(tflops, int | float) or tflops <= 0:
+        return None, memory_s
+    return spec.flops / (float(tflops) * 1e12), memory_s
 
 
 def _cold_start_ms(seen: Observed, name: str) -> float:

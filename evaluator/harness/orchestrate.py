@@ -89,6 +89,7 @@ def evaluate(
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
         env_info["ceilings"] = environment.ceilings()
+        env_info["compute_dtypes"] = environment.compute_dtypes(workloads)
         env_info["timing_settings"] = dataclasses.asdict(settings)
 
     workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))

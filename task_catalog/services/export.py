@@ -11,6 +11,8 @@ from typing import Any
 
 import tomli_w
 
+from taskformat.spec import DEFAULT_COMPUTE_DTYPE
+
 from ..models import Level, Task, TaskVersion, Workload
 
 
@@ -77,6 +79,11 @@ def _workload_toml(workload: Workload) -> dict[str, Any]:
         "params": workload.params,
         "flops": workload.flops_formula or workload.flops,
         "bytes": workload.bytes_formula or workload.bytes,
+        **(
+            {"compute_dtype": workload.compute_dtype}
+            if workload.compute_dtype != DEFAULT_COMPUTE_DTYPE
+            else {}
+        ),
     }
 
 

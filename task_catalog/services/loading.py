@@ -22,12 +22,13 @@ from taskformat.package import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
     TaskPackageError,
+    compute_dtype_validate,
     iter_task_dirs,
     load_task,
     measured_content,
     measured_content_hash,
 )
-from taskformat.spec import TaskSpec, WorkloadRole
+from taskformat.spec import DEFAULT_COMPUTE_DTYPE, TaskSpec, WorkloadRole
 
 from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
 
@@ -99,6 +100,12 @@ def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
         except (FormulaError, ValueError, TypeError) as exc:
             raise ValidationError(f"workload {name}: {exc}") from exc
         out[kind], out[f"{kind}_formula"] = float(value), formula
+    try:
+        out["compute_dtype"] = compute_dtype_validate(
+            raw.get("compute_dtype") or DEFAULT_COMPUTE_DTYPE, f"workload {name}"
+        )
+    except TaskPackageError as exc:
+        raise ValidationError(str(exc)) from exc
     return out
 
 
@@ -303,7 +310,10 @@ def _tolerances_check(tolerances: Any) -> None:
     if not isinstance(tolerances, dict) or "default" not in tolerances:
         raise ValidationError("tolerances need a 'default' entry (atol, rtol, rel_l2)")
     for dtype, entry in tolerances.items():
-        if not isinstance(entry, dict) or set(entry) != {"atol", "rtol", "rel_l2"}:
-            raise ValidationError(f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2")
+        keys = set(entry) if isinstance(entry, dict) else set()
+        if not {"atol", "rtol", "rel_l2"} <= keys <= {"atol", "rtol", "rel_l2", "abs_l2"}:
+            raise ValidationError(
+                f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2 (and optionally abs_l2)"
+            )
         if not all(isinstance(v, int | float) and v >= 0 for v in entry.values()):
             raise ValidationError(f"tolerances[{dtype!r}] values must be non-negative numbers")

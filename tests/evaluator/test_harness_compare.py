@@ -56,6 +56,52 @@ def test_constant_output_fails_even_where_atol_alone_would_pass():
     assert not compare_tensor(torch.zeros_like(r), r, TOL).ok
 
 
+# fused_adamw's bounds: a first moment that cancels to 3e-6 in a one-element tensor, off by
+# half an ulp of its 1e-2 terms (4.7e-10), is honest fp32; without a floor rel_l2 fails it.
+ADAMW = Tolerance(atol=1e-8, rtol=1e-5, rel_l2=1e-6)
+ADAMW_FLOOR = Tolerance(atol=1e-8, rtol=1e-5, rel_l2=1e-6, abs_l2=1e-9)
+CANCELLED = torch.tensor([3e-6], dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "out", "ref", "ok"),
+    [
+        (ADAMW, CANCELLED + 4.7e-10, CANCELLED, False),
+        (ADAMW_FLOOR, CANCELLED + 4.7e-10, CANCELLED, True),
+        (ADAMW_FLOOR, CANCELLED + 2e-9, CANCELLED, False),
+        # the smallest second moment: zero passes atol, not the floored L2 bound
+        (ADAMW_FLOOR, torch.zeros(1, dtype=torch.float64), torch.tensor([2.7e-9]).double(), False),
+        # a constant output of a small, varied tensor
+        (
+            ADAMW_FLOOR,
+            torch.full((64,), 5e-9).double(),
+            5e-9 + 3e-9 * torch.randn(64, generator=torch.Generator().manual_seed(0)).double(),
+            False,
+        ),
+        (
+            ADAMW_FLOOR,
+            torch.zeros(64).double(),
+            3e-9 * torch.randn(64, generator=torch.Generator().manual_seed(0)).double(),
+            False,
+        ),
+    ],
+)
+def test_an_absolute_floor_passes_cancellation_error_and_nothing_constant(tolerance, out, ref, ok):
+    assert compare_tensor(out, ref, tolerance).ok is ok
+
+
+def test_no_task_but_fused_adamw_sets_a_floor():
+    from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+
+    floors = {
+        folder.name: dtype
+        for folder in iter_task_dirs(DEFAULT_CATALOG_DIR)
+        for dtype, tolerance in load_task(folder).tolerances.items()
+        if tolerance.abs_l2
+    }
+    assert floors == {"fused_adamw": "default"}
+
+
 def test_integer_outputs_must_match_exactly():
     r = torch.arange(100)
     assert compare_tensor(r.clone(), r, TOL).ok

@@ -137,6 +137,52 @@ def test_a_time_below_the_speed_of_light_floor_is_flagged(reference):
     assert "faster_than_light" in checks(seen)
 
 
+# 1e12 FLOPs in 1 ms: 1000 TFLOP/s, above the bf16 ceiling, 50 % of the fp8 one.
+FP8_CEILINGS = {
+    "ceilings": {"peak_tflops_bf16": 700.0, "peak_tflops_fp8": 2000.0, "peak_tbps": 4.0}
+}
+GEMM_SPEC = dataclasses.replace(SPEC, flops=1e12, bytes=1e8)
+
+
+def judge_with(reference, spec, ceilings):
+    seen = observe(reference)
+    _, extra, _ = judge_module._judge_timing(
+        TASK, spec, entry_for(spec), seen, reference, set(), ceilings
+    )
+    return seen, extra
+
+
+def test_an_fp8_workload_counts_its_flops_at_the_fp8_ceiling(reference):
+    seen, extra = judge_with(
+        reference, dataclasses.replace(GEMM_SPEC, compute_dtype="fp8"), FP8_CEILINGS
+    )
+    assert seen.flags == []
+    assert extra["sol_fraction"] == pytest.approx(0.5)
+
+
+def test_a_bf16_workload_at_the_same_rate_is_faster_than_light(reference):
+    seen, extra = judge_with(reference, GEMM_SPEC, FP8_CEILINGS)
+    assert "faster_than_light" in checks(seen)
+    assert extra["sol_fraction"] == pytest.approx(1e12 / 700e12 / 1e-3)
+
+
+def test_without_its_units_ceiling_an_fp8_workload_has_no_sol_but_keeps_the_bytes_floor(
+    reference,
+):
+    fp8 = dataclasses.replace(GEMM_SPEC, compute_dtype="fp8")
+    seen, extra = judge_with(reference, fp8, CEILINGS)
+    assert seen.flags == [] and "sol_fraction" not in extra
+    assert extra["achieved_tflops"] == pytest.approx(1000.0)
+
+    seen, _ = judge_with(reference, dataclasses.replace(fp8, bytes=1e10), CEILINGS)
+    assert "faster_than_light" in checks(seen)  # 2.5 ms of bytes in 1 ms
+
+
+def test_in_interpret_mode_there_is_no_ceiling_and_no_speed_of_light(reference):
+    seen, extra = judge_with(reference, dataclasses.replace(GEMM_SPEC, compute_dtype="fp8"), {})
+    assert seen.flags == [] and extra == {}
+
+
 def audited_judge(reference, audit_prints, planned_seeds=(300, 301)):
     seen = observe(reference)
     seen.timings[SPEC.name]["audit_prints"] = audit_prints

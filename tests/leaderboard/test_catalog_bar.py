@@ -8,6 +8,7 @@ from leaderboard.catalog_bar import (
     Ceilings,
     catalog_bar,
     ceilings_from_environment,
+    compute_bound,
 )
 
 CEILINGS = Ceilings(tflops=100.0, tbps=4.0)
@@ -176,3 +177,28 @@ def test_a_workload_is_read_from_a_verdicts_json_with_unusable_numbers_as_none()
     }
 
     assert BarWorkload.from_mapping(data) == BarWorkload("w", 2.0, None, None, None, None)
+
+
+def test_an_fp8_workloads_flops_count_against_the_fp8_ceiling():
+    # 300 TFLOP/s and 2.5 TB/s: 75 % of a 400 TFLOP/s bf16 rate, 25 % of a 1200 fp8 one,
+    # against 62.5 % of the bandwidth.
+    gemm = workload("fp8_gemm", speedup=0.5, sol=0.7, tflops=300.0, tbps=2.5)
+    environment = {
+        "ceilings": {"peak_tflops_bf16": 400.0, "peak_tflops_fp8": 1200.0, "peak_tbps": 4.0},
+        "compute_dtypes": {"fp8_gemm": "fp8"},
+    }
+    ceilings = ceilings_from_environment(environment)
+
+    assert ceilings is not None and ceilings.tflops_for("fp8_gemm") == 1200.0
+    assert compute_bound([gemm], ceilings) is False
+    bf16 = ceilings_from_environment({**environment, "compute_dtypes": {}})
+    assert compute_bound([gemm], bf16) is True
+
+
+def test_an_fp8_workload_without_an_fp8_ceiling_cannot_be_judged():
+    gemm = workload("fp8_gemm", speedup=0.5, sol=0.7, tflops=300.0, tbps=2.5)
+    environment = {
+        "ceilings": {"peak_tflops_bf16": 400.0, "peak_tbps": 4.0},
+        "compute_dtypes": {"fp8_gemm": "fp8"},
+    }
+    assert compute_bound([gemm], ceilings_from_environment(environment)) is None

@@ -51,7 +51,7 @@ def test_load_creates_task_version_workloads_guidance_and_properties(catalog):
     assert [w.name for w in version.workloads.all()] == [w.name for w in spec.workloads]
     hidden = version.workloads.get(name="hidden_fp32_1x1")
     assert (hidden.role, hidden.hidden) == (Workload.Role.HIDDEN, True)
-    assert version.workloads.get(name="bf16_8192x1024").bytes == 2 * 8192 * 1024 * 2
+    assert version.workloads.get(name="bf16_16384x1024").bytes == 2 * 16384 * 1024 * 2
     assert sorted(g.level for g in task.guidance.all()) == ["L1", "L2", "L3"]
     assert task.guidance.get(level="L3").depends_on == ["L1", "L2"]
     assert task.properties.count() == len(spec.properties)
@@ -97,7 +97,7 @@ def test_reference_edit_makes_a_new_version_and_keeps_the_old_one(catalog):
 def test_workload_edit_makes_a_new_version(catalog):
     load(catalog)
     toml = catalog / "row_softmax" / "task.toml"
-    toml.write_text(toml.read_text().replace("rows = 8192,", "rows = 16384,"))
+    toml.write_text(toml.read_text().replace("rows = 16384,", "rows = 8192,"))
 
     assert load(catalog) == {"row_softmax": LoadAction.NEW_VERSION}
 
@@ -188,6 +188,41 @@ def test_a_baseline_and_allowed_ops_are_measured_and_written_back_out(catalog, t
     assert measured_content_hash(measured_content(again)) == version.content_hash
 
 
+def test_a_compute_dtype_is_measured_per_workload_and_written_back_out(catalog, tmp_path):
+    load(catalog)
+    before = Task.objects.get().current_version
+    _edit_toml(catalog, 'slug = "row_softmax"\n', 'slug = "row_softmax"\ncompute_dtype = "fp8"\n')
+    _edit_toml(
+        catalog,
+        'name = "fp32_4096x4096"\n',
+        'name = "fp32_4096x4096"\ncompute_dtype = "bf16"\n',
+    )
+
+    assert load(catalog) == {"row_softmax": LoadAction.NEW_VERSION}
+    version = Task.objects.get().current_version
+    assert version.content_hash != before.content_hash
+    units = dict(version.workloads.values_list("name", "compute_dtype"))
+    assert units["bf16_16384x1024"] == "fp8" and units["fp32_4096x4096"] == "bf16"
+
+    again = load_task(task_version_write_package(version=version, directory=tmp_path / "out"))
+    assert {w.name: w.compute_dtype for w in again.workloads} == units
+    assert measured_content_hash(measured_content(again)) == version.content_hash
+
+
+def test_the_default_compute_dtype_leaves_the_hash_as_it_was(catalog):
+    spec = load_task(catalog / "row_softmax")
+    hashed = measured_content(spec)
+    for workload in hashed["workloads"]:
+        del workload["compute_dtype"]
+    assert measured_content_hash(hashed) == measured_content_hash(measured_content(spec))
+
+
+def test_an_unknown_compute_dtype_is_rejected(catalog):
+    _edit_toml(catalog, 'slug = "row_softmax"\n', 'slug = "row_softmax"\ncompute_dtype = "fp4"\n')
+    with pytest.raises(TaskPackageError, match="compute_dtype 'fp4' is none of bf16, fp8"):
+        load_task(catalog / "row_softmax")
+
+
 def test_export_writes_every_current_version(catalog, tmp_path):
     load(catalog)
 
@@ -223,6 +258,15 @@ def test_version_update_with_same_content_returns_the_current_version(catalog):
     assert TaskVersion.objects.count() == 1
 
 
+def test_version_update_takes_an_absolute_l2_floor(catalog):
+    load(catalog)
+    floored = {"default": {"atol": 1e-8, "rtol": 1e-5, "rel_l2": 1e-6, "abs_l2": 1e-9}}
+
+    version = task_version_update(task=Task.objects.get(), tolerances=floored)
+
+    assert version.number == 2 and version.tolerances == floored
+
+
 def test_version_update_computes_workload_counts_from_formulas(catalog):
     load(catalog)
     task = Task.objects.get()
@@ -254,6 +298,14 @@ def test_version_update_computes_workload_counts_from_formulas(catalog):
             "unknown name",
         ),
         ({"colour": "red"}, "not measured content"),
+        (
+            {"tolerances": {"default": {"atol": 1, "rtol": 1, "rel_l2": 1, "floor": 1}}},
+            "exactly atol, rtol and rel_l2",
+        ),
+        (
+            {"workloads": [{"name": "x", "role": "timed", "params": {}, "compute_dtype": "fp4"}]},
+            "compute_dtype 'fp4'",
+        ),
     ],
 )
 def test_version_update_rejects_invalid_content(catalog, fields, message):
