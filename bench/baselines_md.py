@@ -12,6 +12,7 @@ without numbers. No Django or torch import: this runs anywhere.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import sys
@@ -118,6 +119,30 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
 def catalog_slugs() -> list[str]:
     """Every task of the catalog on disk."""
     return sorted(p.parent.name for p in CATALOG_DIR.glob("*/task.toml"))
+
+
+def baseline_note(slug: str) -> str:
+    """The task's baseline.py docstring's summary and first paragraph: what it runs and why."""
+    path = CATALOG_DIR / slug / "baseline.py"
+    if not path.is_file():
+        return ""
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(" ".join(docstring.split("\n\n")[:2]).split())
+
+
+def baseline_lines(slug: str, verdict: dict[str, Any]) -> list[str]:
+    """What the task's speedups are measured against, from the catalog's baseline.py."""
+    note = baseline_note(slug)
+    if not note:
+        return ["Baseline: none; speedups are measured against `reference.py`.", ""]
+    lines = [f"Baseline (`catalog/{slug}/baseline.py`): {note}", ""]
+    if verdict.get("timed_against") not in (None, "baseline.py"):
+        lines += [
+            f"The times below were measured against `{verdict.get('timed_against')}`, "
+            "before this baseline; they change when the expert is re-measured.",
+            "",
+        ]
+    return lines
 
 
 def memory_bound(verdict: dict[str, Any]) -> bool:
@@ -250,6 +275,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]
+        out += baseline_lines(slug, verdict)
         if verdict.get("status") != "correct":
             out += [f"Verdict: **{verdict.get('status')}**: {verdict.get('message', '')}", ""]
         out += [
