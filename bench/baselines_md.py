@@ -12,7 +12,6 @@ without numbers. No Django or torch import: this runs anywhere.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import math
 import sys
@@ -29,6 +28,7 @@ from leaderboard.catalog_bar import (
     ceilings_from_environment,
     compute_bound,
 )
+from task_catalog.baseline_note import baseline_note as docstring_note
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
@@ -122,12 +122,9 @@ def catalog_slugs() -> list[str]:
 
 
 def baseline_note(slug: str) -> str:
-    """The task's baseline.py docstring's summary and first paragraph: what it runs and why."""
+    """What the task's baseline.py runs and why (its docstring), or '' without one."""
     path = CATALOG_DIR / slug / "baseline.py"
-    if not path.is_file():
-        return ""
-    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return " ".join(" ".join(docstring.split("\n\n")[:2]).split())
+    return docstring_note(path.read_text(encoding="utf-8")) if path.is_file() else ""
 
 
 def baseline_lines(slug: str, verdict: dict[str, Any]) -> list[str]:
