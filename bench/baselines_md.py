@@ -28,6 +28,7 @@ from leaderboard.catalog_bar import (
     ceilings_from_environment,
     compute_bound,
 )
+from task_catalog.baseline_note import baseline_note as docstring_note
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
@@ -119,6 +120,27 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
 def catalog_slugs() -> list[str]:
     """Every task of the catalog on disk."""
     return sorted(p.parent.name for p in CATALOG_DIR.glob("*/task.toml"))
+
+
+def baseline_note(slug: str) -> str:
+    """What the task's baseline.py runs and why (its docstring), or '' without one."""
+    path = CATALOG_DIR / slug / "baseline.py"
+    return docstring_note(path.read_text(encoding="utf-8")) if path.is_file() else ""
+
+
+def baseline_lines(slug: str, verdict: dict[str, Any]) -> list[str]:
+    """What the task's speedups are measured against, from the catalog's baseline.py."""
+    note = baseline_note(slug)
+    if not note:
+        return ["Baseline: none; speedups are measured against `reference.py`.", ""]
+    lines = [f"Baseline (`catalog/{slug}/baseline.py`): {note}", ""]
+    if verdict.get("timed_against") not in (None, "baseline.py"):
+        lines += [
+            f"The times below were measured against `{verdict.get('timed_against')}`, "
+            "before this baseline; they change when the expert is re-measured.",
+            "",
+        ]
+    return lines
 
 
 def memory_bound(verdict: dict[str, Any]) -> bool:
@@ -252,6 +274,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]
+        out += baseline_lines(slug, verdict)
         if verdict.get("status") != "correct":
             out += [f"Verdict: **{verdict.get('status')}**: {verdict.get('message', '')}", ""]
         out += [

@@ -11,6 +11,8 @@ from django.db.models import Q
 from core.models import BaseModel
 from taskformat.spec import COMPUTE_DTYPES, DEFAULT_COMPUTE_DTYPE
 
+from .baseline_note import baseline_note
+
 
 class Level(models.TextChoices):
     L1 = "L1", "L1 · algorithmic"
@@ -65,6 +67,11 @@ class TaskVersion(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.task_id and self.task.slug} v{self.number}"
+
+    @property
+    def baseline_note(self) -> str:
+        """What baseline.py runs and why: its docstring's summary and first paragraph."""
+        return baseline_note(self.baseline_source) if self.baseline_source else ""
 
     @property
     def timed_against(self) -> str:

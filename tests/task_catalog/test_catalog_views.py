@@ -126,3 +126,34 @@ def test_plotly_is_served_from_our_static_files():
     assert finders.find("vendor/plotly/plotly.min.js")
     assert finders.find("js/charts.js")
     assert finders.find("css/pygments.css")
+
+
+BASELINE_SOURCE = '''"""torch.matmul on the bf16 operands.
+
+What a practitioner calls: cuBLAS in the <workload's> dtype.
+
+Not shown: later paragraphs.
+"""
+
+import torch
+'''
+
+
+def test_task_detail_says_what_the_baseline_runs_from_its_docstring(client, task):
+    version = task.current_version
+    version.baseline_source = BASELINE_SOURCE
+    version.save(update_fields=["baseline_source"])
+
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+
+    assert (
+        '<p class="baseline-note">Speedups are measured against the task\'s '
+        "<code>baseline.py</code>: torch.matmul on the bf16 operands. What a practitioner "
+        "calls: cuBLAS in the &lt;workload&#x27;s&gt; dtype.</p>"
+    ) in html
+    assert "Not shown" not in html
+
+
+def test_task_detail_has_no_baseline_note_without_a_baseline(client, task):
+    html = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+    assert 'class="baseline-note"' not in html
