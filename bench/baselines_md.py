@@ -29,6 +29,7 @@ from leaderboard.catalog_bar import (
     compute_bound,
 )
 from task_catalog.baseline_note import baseline_note as docstring_note
+from taskformat.package import load_task, measured_content, measured_content_hash
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
@@ -115,6 +116,23 @@ def bar_sentence(verdict: dict[str, Any]) -> str:
         ceilings=ceilings_from_environment(verdict.get("environment")),
         timed_against=name if isinstance(name, str) else "",
     ).sentence
+
+
+def stale_tasks(measured: dict[str, Any]) -> list[str]:
+    """The tasks whose verdict measured other content than their task package on disk now.
+
+    `import_baselines` skips them (the portal shows no GPU figure for the
+    current version until its expert is measured again); this page names them.
+    """
+    stale = []
+    for slug, verdict in measured.items():
+        folder = CATALOG_DIR / slug
+        if not (folder / "task.toml").is_file():
+            continue
+        current = measured_content_hash(measured_content(load_task(folder)))
+        if verdict.get("task_hash") and verdict.get("task_hash") != current:
+            stale.append(slug)
+    return stale
 
 
 def catalog_slugs() -> list[str]:
@@ -234,6 +252,18 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         out += ["| " + " | ".join(label for label, _ in ENV_FIELDS) + " |"]
         out += ["|" + "---|" * len(ENV_FIELDS)]
         out += ["| " + " | ".join(v or "—" for v in values) + " |", ""]
+    stale = stale_tasks(measured)
+    if stale:
+        out += [
+            "## Measured under earlier task versions",
+            "",
+            f"{len(stale)} of the {len(measured)} tasks below were measured under an earlier "
+            "version of their task package (another reference, baseline, workloads or "
+            "tolerances): their figures are what that version measured, not what the catalog "
+            "measures now, and the portal shows no GPU figure for the current version until "
+            "its expert is measured again: " + ", ".join(f"`{slug}`" for slug in stale) + ".",
+            "",
+        ]
     out += [
         "## Summary",
         "",
@@ -248,8 +278,9 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         total += count
         if speedup is not None and verdict.get("status") == "correct":
             all_speedups.append(speedup)
+        status = str(verdict.get("status", "?")) + (" (earlier version)" if slug in stale else "")
         out.append(
-            f"| `{slug}` | {verdict.get('status', '?')} | {timed_against(verdict)} | {count} | "
+            f"| `{slug}` | {status} | {timed_against(verdict)} | {count} | "
             f"{_num(speedup, 2, suffix='×')} | {_num(sol, 1, 100, '%')} | "
             f"{bar_sentence(verdict)} |"
         )

@@ -150,6 +150,14 @@ def settle_torch() -> None:
             step()
 
 
+class Tampered(Exception):
+    """A guarded namespace changed around a call: its result is not read (flag `monkeypatch`)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(", ".join(names))
+        self.names = names
+
+
 class PatchGuard:
     """Remembers the identity of everything that timing and checking rely on.
 

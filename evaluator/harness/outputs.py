@@ -269,3 +269,12 @@ def take_again(originals: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """
     with _no_torch_function():
         return _tuple(_clone(_detach(o), memory_format=_contiguous_format) for o in originals)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of the submission's: its events (timed calls), what the harness copied, host µs."""
+
+    events: tuple
+    taken: Taken
+    host_us: float

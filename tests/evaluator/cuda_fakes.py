@@ -55,6 +55,7 @@ def install() -> None:
     # The harness times through the primitives it snapshotted at import.
     timing._Event = FakeEvent
     timing._record = FakeEvent.record
+    timing._record_on = FakeEvent.record
     timing._elapsed = FakeEvent.elapsed_time
     timing._event_sync = FakeEvent.synchronize
     timing._synchronize = lambda: None

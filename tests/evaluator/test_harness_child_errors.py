@@ -1,6 +1,7 @@
 """How the child names a failure: a build error is the submission's, no toolchain is ours."""
 
-from evaluator.harness.child import _describe, classify
+from evaluator.harness.channel import classify
+from evaluator.harness.channel import describe as _describe
 
 BUILD_LOG = (
     "Error building extension 'k': [1/2] c++ -MMD -MF main.o.d -isystem /very/long/include "

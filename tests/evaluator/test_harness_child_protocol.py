@@ -156,14 +156,14 @@ def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
     # Exploit 17 sets torch.cuda.Event.elapsed_time to return 1e-6 ms. On the
     # H200 that once made the launch-cover calibration spin for minutes (a
     # timeout, not a flag). The harness times through the primitives it took
-    # before the import, so the patch is flagged and changes no figure.
+    # before the import, and checks the guarded namespaces around every call:
+    # the patch is flagged at the first call, whose result is not read, and
+    # no figure is reported from the patched process.
     kernel = ROOT / "tests" / "exploits" / "kernels" / "17_elapsed_time_near_zero.py"
     _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", kernel)
-    assert seen.done, log[-3000:]
-    assert {f["check"] for f in seen.flags} == {"monkeypatch"}
-    for name, timing in seen.timings.items():
-        assert min(timing["sub_ms"]) > 1e-3
-        assert seen.batches[name]["event_ms"] > 1e-3
+    assert {f["check"] for f in seen.flags} == {"monkeypatch"}, log[-3000:]
+    assert "torch.cuda.Event.elapsed_time" in seen.flags[0]["detail"]
+    assert seen.error is None and not seen.outputs and not seen.timings
 
 
 def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):

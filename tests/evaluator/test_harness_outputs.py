@@ -101,12 +101,12 @@ def test_a_malformed_raw_file_is_a_value_error(tmp_path, content):
 
 def test_the_guard_sees_any_change_to_torch_tensor_torch_and_builtins(monkeypatch):
     guard = honesty.PatchGuard()
-    assert guard.patched() == []
+    before = set(guard.patched())
     monkeypatch.setattr(torch.Tensor, "__getitem__", lambda self, i: 0, raising=False)
     monkeypatch.setattr(torch, "cat", lambda *a, **k: None)
-    monkeypatch.setattr("builtins.len", lambda x: 0)
-    found = guard.patched()
-    assert {"torch.Tensor.__getitem__", "torch.cat", "builtins.len"} <= set(found)
+    monkeypatch.setattr("builtins.breakpoint", lambda *a, **k: None)
+    found = set(guard.patched()) - before
+    assert found == {"torch.Tensor.__getitem__", "torch.cat", "builtins.breakpoint"}
 
 
 def test_the_guard_sees_a_garbage_collector_callback():
