@@ -423,8 +423,7 @@ def _profiling_pass(
         if w.name in names
     ]
     dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
-    workdir = Path(tempfile.mkdtemp(prefix="d2k-counters-"))
-    workdir.chmod(0o777)  # the sandboxed uid writes here
+    workdir = sandbox.scratch_folder(prefix="d2k-counters-")
     take_builds(builds, workdir)
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-task-"))
     try:
@@ -445,20 +444,21 @@ def _profiling_pass(
         )
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
         run = sandbox.run_child(
-            python_args=["-s", "-c", _BOOTSTRAP, f"{seen.work}/job.json", "{fd}", "{reply_fd}"],
+            python_args=sandbox.child_args(f"{seen.work}/job.json"),
             workdir=workdir,
             task_dir=public_dir.resolve(),
             env=_child_env(seen.work),
             limits=sandbox.Limits(
                 timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
             ),
-            log_path=workdir / "profile.log",
             gpu=True,
             answer=dealer.answer,
             wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
+            # ncu manages the processes it profiles; no verdict depends on how this one ends.
+            guard=False,
         )
         text = _read(workdir / "ncu.csv")
-        log = _read(workdir / "profile.log")
+        log = run.log
         if sink is not None:
             sink += [text, log]
     finally:
@@ -491,9 +491,6 @@ def _profiling_pass(
             "answer"
         )
     return text
-
-
-_BOOTSTRAP = "import evaluator.harness.child as c; c.main()"
 
 
 def _child_env(work: str) -> dict[str, str]:
