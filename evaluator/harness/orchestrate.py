@@ -120,6 +120,8 @@ def evaluate(
         seen = _collect(run, plan, dealer)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
+        env_info["peak_tmpfs_mib"] = round(run.peak_tmpfs_bytes / 2**20, 1)
+        env_info["peak_scratch_mib"] = round(run.peak_scratch_bytes / 2**20, 1)
         if mode is Mode.CUDA:
             env_info["gpu_state_during"] = monitor.summary(
                 windows=protocol.timing_windows(run.messages)
@@ -282,7 +284,7 @@ def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
     if run.killed_for == "scratch":
         return Status.OUT_OF_MEMORY, (
             f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
-            f"the limit is {sandbox.Limits().scratch_bytes / 2**30:.0f} GiB and "
+            f"the limits are {sandbox.Limits().scratch_bytes / 2**30:.0f} GiB and "
             f"{sandbox.MAX_SCRATCH_ENTRIES} files)"
         )
     if run.killed_for == "processes":

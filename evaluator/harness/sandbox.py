@@ -125,8 +125,9 @@ class Limits:
     max_processes: int = 256
     max_file_bytes: int = 16 * 1024**3
     max_open_files: int = 4096
-    # What the scratch folder may hold (compile caches, builds, the outputs).
-    scratch_bytes: int = 16 * 1024**3
+    # What the scratch folder may hold: compile caches, builds, and the outputs of every
+    # correctness call (the largest catalog tasks write a few GiB of them).
+    scratch_bytes: int = 64 * 1024**3
 
 
 @cache
@@ -134,12 +135,16 @@ def _bwrap_works() -> bool:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return False
-    probe = subprocess.run(
-        [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
-        capture_output=True,
-        timeout=20,
-        check=False,
-    )
+    try:
+        probe = subprocess.run(
+            [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
+            capture_output=True,
+            # Generous: a busy host starts a process slowly, and bubblewrap is not slow.
+            timeout=120,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False
     return probe.returncode == 0
 
 
