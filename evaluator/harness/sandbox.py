@@ -26,6 +26,7 @@ is never the submission's doing.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -101,12 +102,15 @@ class ChildRun:
     isolation: str = ""
     # Every process id seen in the evaluation's process tree while it ran.
     pids: set[int] = field(default_factory=set)
-    # The signal that ended the child's interpreter, if one did (killguard makes a
-    # SIGKILL there the outside's), and whether the filter was loaded.
-    signal: int | None = None
+    # Whether the killguard filter was loaded (a SIGKILL is then the outside's).
     kill_guarded: bool = False
     # The host's out-of-memory killer ended a process while the child ran.
     host_oom_kills: int = 0
+
+    @property
+    def signal(self) -> int | None:
+        """The signal that ended the child's interpreter, if one did."""
+        return _signal_of(self.returncode, self.isolation)
 
 
 def default_memory_limit() -> int:
@@ -474,6 +478,8 @@ class ChildLog:
                     chunk = os.read(fd, 65536)
                 except BlockingIOError:
                     continue
+                except OSError:  # closed by `close` after its wait
+                    return
                 if not chunk:
                     return
                 self._add(chunk)
@@ -491,7 +497,7 @@ class ChildLog:
         with self._lock:
             if self._fd is not None:
                 pending = bytearray(4)
-                with _suppress_os_error():
+                with contextlib.suppress(OSError):
                     fcntl.ioctl(self._fd, termios.FIONREAD, pending)
                     left = int.from_bytes(pending, sys.byteorder)
                     while left > 0 and (chunk := os.read(self._fd, min(left, 65536))):
@@ -523,14 +529,6 @@ class ChildLog:
         head = self._head[:half].decode(errors="replace")
         tail = self._tail[-half:].decode(errors="replace")
         return f"{head}\n… [{self._total - LOG_LIMIT} bytes cut] …\n{tail}"
-
-
-class _suppress_os_error:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, OSError)
 
 
 def run_child(
@@ -602,7 +600,6 @@ def run_child(
     log.close()
     os.close(reply_fd)
     result.returncode = proc.returncode
-    result.signal = _signal_of(proc.returncode, level)
     result.host_oom_kills = proctree.host_oom_kills() - oom_kills
     result.wall_seconds = time.monotonic() - started
     result.log = log.text()
