@@ -47,9 +47,13 @@ def error_message(text: str) -> str:
     A class of the submission's own, whose name it may have built from the
     hidden shapes, is not named.
     """
+    return f"{exception_type(text)} on {HIDDEN} (the message is shown to staff only)"
+
+
+def exception_type(text: str) -> str:
+    """The type of the exception the child described as "Type: message", if it is a known one."""
     kind = text.split(":", 1)[0].strip() if ":" in text else ""
-    named = kind if kind in known_exceptions() else "an exception of the submission's own class"
-    return f"{named} on {HIDDEN} (the message is shown to staff only)"
+    return kind if kind in known_exceptions() else "an exception of the submission's own class"
 
 
 # The packages whose exception classes an owner may see named.
