@@ -27,7 +27,7 @@ from typing import Any
 from taskformat import package
 from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
-from . import counters, environment, honesty, protocol, redact, sandbox
+from . import childlog, counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import host_clock_bound_ms, judge
 from .protocol import Observed
@@ -101,7 +101,7 @@ def evaluate(
         cleanup.callback(shutil.rmtree, public_dir, ignore_errors=True)
         _public_package(task, public_dir)
         # The owner's log is what the child wrote before the first hidden workload was dealt.
-        child_log = sandbox.ChildLog()
+        child_log = childlog.ChildLog()
         dealer = dealer_for(
             task, planned_workloads(workloads, mode), settings, on_hidden=child_log.mark
         )
@@ -426,7 +426,7 @@ def _run_child(
     memory_bytes: int | None,
     *,
     clean: bool = False,
-    log: sandbox.ChildLog | None = None,
+    log: childlog.ChildLog | None = None,
 ) -> sandbox.ChildRun:
     if not clean:
         (workdir / "submission.py").write_text(source)

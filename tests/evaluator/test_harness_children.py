@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import killguard, orchestrate, proctree, redact, sandbox
+from evaluator.harness import childlog, killguard, orchestrate, proctree, redact, sandbox
 from evaluator.harness.job import TimingSettings
 from evaluator.harness.spec import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -104,7 +104,7 @@ def test_no_child_imports_a_module_the_submission_planted(level, tmp_path, monke
 
 
 def test_the_public_log_is_what_the_pipe_held_at_the_mark():
-    log = sandbox.ChildLog()
+    log = childlog.ChildLog()
     read_fd, write_fd = os.pipe()
     log.attach(read_fd)
     os.write(write_fd, b"before the mark\n")
@@ -117,16 +117,16 @@ def test_the_public_log_is_what_the_pipe_held_at_the_mark():
 
 
 def test_a_long_log_keeps_its_head_and_tail_and_says_how_much_was_cut():
-    log = sandbox.ChildLog()
+    log = childlog.ChildLog()
     read_fd, write_fd = os.pipe()
     log.attach(read_fd)
     with os.fdopen(write_fd, "wb") as out:
-        out.write(b"H" * sandbox.LOG_LIMIT + b"x" * 100_000 + b"T" * sandbox.LOG_LIMIT)
+        out.write(b"H" * childlog.LOG_LIMIT + b"x" * 100_000 + b"T" * childlog.LOG_LIMIT)
     log.close()
     text = log.text()
-    cut = 100_000 + sandbox.LOG_LIMIT
-    assert text.startswith("H" * (sandbox.LOG_LIMIT // 2)) and text.endswith("T" * 100)
-    assert f"[{cut} bytes cut]" in text and len(text) < sandbox.LOG_LIMIT + 100
+    cut = 100_000 + childlog.LOG_LIMIT
+    assert text.startswith("H" * (childlog.LOG_LIMIT // 2)) and text.endswith("T" * 100)
+    assert f"[{cut} bytes cut]" in text and len(text) < childlog.LOG_LIMIT + 100
 
 
 @pytest.mark.slow
