@@ -275,7 +275,14 @@ def _decide(
 def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
     """The status and message of a child the watchdog killed, or None."""
     if run.killed_for == "timeout":
-        return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
+        waited = run.cpu_wait_seconds
+        if waited < 1:
+            return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
+        return Status.TIMEOUT, (
+            f"killed after the time limit: {run.wall_seconds - waited:.0f} s of running, "
+            f"{run.wall_seconds:.0f} s of wall time ({waited:.0f} s of it waiting for a CPU, "
+            "not counted)"
+        )
     if run.killed_for == "memory":
         used = f"killed for using {run.peak_rss_bytes / 2**30:.1f} GiB of host memory"
         if run.peak_tmpfs_bytes >= 2**20:

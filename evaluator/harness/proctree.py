@@ -126,6 +126,23 @@ def folder_bytes(folder: Path, max_entries: int) -> tuple[int, int]:
     return used, entries
 
 
+def longest_cpu_wait(pids: Sequence[int]) -> float:
+    """Seconds the most-delayed thread of `pids` has spent runnable but waiting for a CPU."""
+    longest = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                    longest = max(longest, int(fh.read().split()[1]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return longest / 1e9
+
+
 def host_oom_kills() -> int:
     """How many processes the host's out-of-memory killer has ended since boot."""
     try:

@@ -90,6 +90,8 @@ class ChildRun:
     # Every byte the child wrote to the result pipe, as read.
     channel_bytes: int = 0
     peak_rss_bytes: int = 0
+    # Seconds the tree's most-delayed thread waited for a CPU (not counted in its time).
+    cpu_wait_seconds: float = 0.0
     # Of the peak: what the tree kept in files in memory (its /tmp and /dev/shm).
     peak_tmpfs_bytes: int = 0
     peak_scratch_bytes: int = 0
@@ -119,7 +121,11 @@ def default_memory_limit() -> int:
 
 @dataclass(frozen=True)
 class Limits:
+    # The time the child's processes could run: the wall time less what its most-delayed
+    # thread spent waiting for a CPU, so that a busy host does not shorten it; and at
+    # most `max_wall_factor` times as much wall time.
     timeout_s: float = 600.0
+    max_wall_factor: float = 2.0
     memory_bytes: int = field(default_factory=default_memory_limit)
     max_processes: int = 256
     max_file_bytes: int = 16 * 1024**3
@@ -538,9 +544,14 @@ def _watch(
             used, entries = proctree.folder_bytes(workdir, MAX_SCRATCH_ENTRIES)
             result.peak_scratch_bytes = max(result.peak_scratch_bytes, used)
             full = used > limits.scratch_bytes or entries > MAX_SCRATCH_ENTRIES
+            waited = proctree.longest_cpu_wait(tree)
+            result.cpu_wait_seconds = max(result.cpu_wait_seconds, min(waited, elapsed))
         if reader.flooded.is_set():
             result.killed_for = "result_channel"
-        elif elapsed > limits.timeout_s:
+        elif (
+            elapsed - result.cpu_wait_seconds > limits.timeout_s
+            or elapsed > limits.timeout_s * limits.max_wall_factor
+        ):
             result.killed_for = "timeout"
         elif rss > limits.memory_bytes:
             result.killed_for = "memory"

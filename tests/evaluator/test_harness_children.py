@@ -199,6 +199,41 @@ def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, mo
     assert status is Status.OUT_OF_MEMORY and "scratch folder" in message
 
 
+def _run_for(script: str, tmp_path: Path, timeout_s: float) -> sandbox.ChildRun:
+    return sandbox.run_child(
+        python_args=["-c", script],
+        workdir=sandbox.scratch_folder(),
+        task_dir=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        limits=sandbox.Limits(timeout_s=timeout_s),
+        gpu=False,
+    )
+
+
+@pytest.mark.slow
+def test_time_spent_waiting_for_a_cpu_is_not_counted_against_the_time_limit(tmp_path):
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(3 * (os.cpu_count() or 1))
+    ]
+    try:
+        busy = _run_for("while True: pass", tmp_path, 3)
+        idle = _run_for("import time; time.sleep(60)", tmp_path, 3)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    # A busy child on a host busier still: killed once it has run for the limit, the
+    # wall time less the time it waited for a CPU.
+    assert busy.killed_for == "timeout" and busy.cpu_wait_seconds > 0.5, busy
+    assert busy.wall_seconds - busy.cpu_wait_seconds >= 3
+    assert busy.wall_seconds <= 3 * sandbox.Limits().max_wall_factor + 2
+    status, message = orchestrate._killed(busy) or (None, "")
+    assert status is Status.TIMEOUT and "waiting for a CPU, not counted" in message
+    # Sleeping is the child's own time: killed at the limit.
+    assert idle.killed_for == "timeout" and idle.wall_seconds < 3 + 2.5, idle
+
+
 # -- SIGKILL -------------------------------------------------------------------------------
 
 
