@@ -185,10 +185,12 @@ def print_spreads(task: str, arm: str, runs: list) -> None:
 QUICK = ["max_calls=40", "phases=4", "warmup_calls=1", "warmup_s=0", "budget_s=0.5", "batch_ms=5"]
 # Timed at the production settings, one at a time: their figures are the point
 # (the reference slowed, 22 and 23, is caught by comparing figures).
-FIGURE_CASES = ("0", "22", "23", "25")
+FIGURE_CASES = ("0", "22", "23", "25", "41")
 # Expected `incorrect` or `correct` (or a fork bomb, which shares the sandbox uid's process
 # count): alone, so that no other evaluation's GPU work can add a timing flag.
-ALONE_CASES = ("1", "2", "4b", "9", "10", "14", "15", "19e", "19f", "20")
+ALONE_CASES = (
+    "1", "2", "4b", "9", "10", "14", "15", "19e", "19f", "20", "30e", "31", "40", "42"
+)  # fmt: skip
 HISTOGRAM_CUDA = DEFAULT_CATALOG_DIR / "histogram" / "expert_cuda.py"
 PROBE_TEST = (
     "tests/exploits/test_secret_probe.py::"
@@ -203,7 +205,7 @@ def _case_limit(case) -> int:
 
 
 def _case_args(case) -> list[str]:
-    return ["--memory-gb", "2"] if case.number == "19d" else []
+    return ["--memory-gb", "2"] if case.number in ("19d", "44") else []
 
 
 def _row(label: str, expected: tuple[str, ...], v: dict, ok: bool, note: str = "") -> dict:

@@ -43,7 +43,7 @@ from typing import Any
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
-from . import judge, protocol, sandbox
+from . import judge, protocol, redact, sandbox
 from .job import Job, PlannedWorkload, TimingSettings
 from .spec import Status, WorkloadResult
 
@@ -423,8 +423,7 @@ def _profiling_pass(
         if w.name in names
     ]
     dealer = protocol.Dealer(entries, seeds=task.seeds, profile=True)
-    workdir = Path(tempfile.mkdtemp(prefix="d2k-counters-"))
-    workdir.chmod(0o777)  # the sandboxed uid writes here
+    workdir = sandbox.scratch_folder(prefix="d2k-counters-")
     take_builds(builds, workdir)
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-task-"))
     try:
@@ -445,20 +444,21 @@ def _profiling_pass(
         )
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
         run = sandbox.run_child(
-            python_args=["-s", "-c", _BOOTSTRAP, f"{seen.work}/job.json", "{fd}", "{reply_fd}"],
+            python_args=sandbox.child_args(f"{seen.work}/job.json"),
             workdir=workdir,
             task_dir=public_dir.resolve(),
             env=_child_env(seen.work),
             limits=sandbox.Limits(
                 timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
             ),
-            log_path=workdir / "profile.log",
             gpu=True,
             answer=dealer.answer,
             wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
+            # ncu manages the processes it profiles; no verdict depends on how this one ends.
+            guard=False,
         )
         text = _read(workdir / "ncu.csv")
-        log = _read(workdir / "profile.log")
+        log = run.log
         if sink is not None:
             sink += [text, log]
     finally:
@@ -475,8 +475,10 @@ def _profiling_pass(
     if not table and PERMISSION_CODE in f"{text}\n{log}":
         raise CountersError(failure_note(f"{text}\n{log}"))
     if observed.error is not None:
-        message = str(observed.error.get("message"))[:300]
-        raise CountersError(f"not read: the profiled call failed: {message}")
+        # The pass runs after the hidden workloads, with the timed child's compile caches:
+        # the owner reads the exception's type only (redact.exception_type).
+        kind = redact.exception_type(str(observed.error.get("message")))
+        raise CountersError(f"not read: the profiled call failed ({kind})")
     if not table:
         raise CountersError(failure_note(text) or "not read: ncu printed no table of kernels")
     if not observed.done or observed.flags or dealer.problems:
@@ -491,9 +493,6 @@ def _profiling_pass(
             "answer"
         )
     return text
-
-
-_BOOTSTRAP = "import evaluator.harness.child as c; c.main()"
 
 
 def _child_env(work: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -26,13 +27,12 @@ from typing import Any
 from taskformat import package
 from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
-from . import counters, environment, honesty, protocol, redact, sandbox
+from . import childlog, counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import host_clock_bound_ms, judge
 from .protocol import Observed
 from .spec import Status, Verdict, WorkloadResult
 
-LOG_LIMIT = 32_000
 # The production timing settings (job.TimingSettings' defaults), as a dict for the docs and CLI.
 TIMING: dict[str, float] = dataclasses.asdict(TimingSettings())
 # Untimed audit calls per timed workload, at secret places among its timed
@@ -92,8 +92,7 @@ def evaluate(
         env_info["compute_dtypes"] = environment.compute_dtypes(workloads)
         env_info["timing_settings"] = dataclasses.asdict(settings)
 
-    workdir = Path(tempfile.mkdtemp(prefix="d2k-eval-"))
-    workdir.chmod(0o777)  # the sandboxed uid writes its outputs here
+    workdir = sandbox.scratch_folder()
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-task-"))
     phases = Phases()
     with contextlib.ExitStack() as cleanup:
@@ -102,18 +101,17 @@ def evaluate(
             cleanup.callback(shutil.rmtree, workdir, ignore_errors=True)
         cleanup.callback(shutil.rmtree, public_dir, ignore_errors=True)
         _public_package(task, public_dir)
-        log_path = workdir / "child.log"
+        # The owner's log is what the child wrote before the first hidden workload was dealt.
+        child_log = childlog.ChildLog()
         dealer = dealer_for(
-            task,
-            planned_workloads(workloads, mode),
-            settings,
-            on_hidden=lambda: _size(log_path),
+            task, planned_workloads(workloads, mode), settings, on_hidden=child_log.mark
         )
         monitor = environment.GpuMonitor()
         with phases("child"), monitor if mode is Mode.CUDA else contextlib.nullcontext():
             run = _run_child(
-                task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes
-            )
+                task, source, mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
+                log=child_log,
+            )  # fmt: skip
         env_info["child_stages"] = protocol.child_stages(
             run.messages, run.started, run.started + run.wall_seconds
         )
@@ -123,6 +121,8 @@ def evaluate(
         seen = _collect(run, plan, dealer)
         env_info["isolation"] = run.isolation
         env_info["peak_rss_mib"] = round(run.peak_rss_bytes / 2**20, 1)
+        env_info["peak_tmpfs_mib"] = round(run.peak_tmpfs_bytes / 2**20, 1)
+        env_info["peak_scratch_mib"] = round(run.peak_scratch_bytes / 2**20, 1)
         if mode is Mode.CUDA:
             env_info["gpu_state_during"] = monitor.summary(
                 windows=protocol.timing_windows(run.messages)
@@ -132,22 +132,21 @@ def evaluate(
             covers = [t.get("cover") for t in seen.timings.values()]
             env_info["launch_cover"] = covers[0] if covers else None
             env_info["gpu_state_after"] = environment.gpu_state()
-        log = _read_log(log_path)
-        public_log = _read_log(log_path, limit_bytes=dealer.hidden_mark)
+        log, public_log = run.log, child_log.public()
         with phases("judge"):
             results = judge(task, mode, plan, seen, workdir, env_info, source=source)
         honest_so_far = not seen.flags and all(r.status is Status.CORRECT for r in results)
         if mode is Mode.CUDA and seen.timings and honest_so_far:
             with phases("clean_reference"):
                 clean = _clean_reference_times(
-                    task, mode, settings, workdir, public_dir, timeout_s, memory_bytes
+                    task, mode, settings, public_dir, timeout_s, memory_bytes
                 )
             env_info["clean_reference"] = dataclasses.asdict(clean)
             seen.flags += reference_tampering(results, clean)
             results = with_clean_reference(results, clean)
         for name in honesty.tampering_names(source):
             seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
-        status, message = _decide(run, seen, results, len(workloads), task=task)
+        status, message = _decide(run, seen, results, len(workloads), task=task, dealer=dealer)
         with phases("counters"):
             results, env_info["counters"] = counters.profile(
                 task=task,
@@ -165,7 +164,9 @@ def evaluate(
             inconsistent, env_info["host_overhead"] = settle_host_clock(seen.host_clock, results)
             if inconsistent:
                 seen.flags += inconsistent
-                status, message = _decide(run, seen, results, len(workloads), task=task)
+                status, message = _decide(
+                    run, seen, results, len(workloads), task=task, dealer=dealer
+                )
     env_info["phase_seconds"] = phases.seconds
     flags = redact.flags(task, seen.flags)
     verdict = _verdict(task, mode, status, message, flags, results, env_info, log, started)
@@ -231,49 +232,31 @@ def _decide(
     expected: int,
     *,
     task: TaskSpec,
+    dealer: protocol.Dealer | None = None,
 ) -> tuple[Status, str]:
     """One status for the evaluation, in order of precedence (docs/evaluator.md).
 
     Evidence of cheating outranks the way the process ended: a kernel that
     patches the timer and then hangs is held for review as `flagged`, with the
-    kill named in the message, not filed away as a plain timeout.
+    kill named in the message, not filed away as a plain timeout. A child
+    ended from outside (outside_kill) is never the submission's fault.
     """
-    killed: tuple[Status, str] | None = None
-    if run.killed_for == "timeout":
-        killed = Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
-    elif run.killed_for == "memory":
-        gib = run.peak_rss_bytes / 2**30
-        killed = Status.OUT_OF_MEMORY, f"killed for using {gib:.1f} GiB of host memory"
-    elif run.killed_for == "processes":
-        killed = Status.RUNTIME_ERROR, "killed for starting too many processes"
-    elif run.killed_for == "result_channel":
-        killed = (
-            Status.RUNTIME_ERROR,
-            f"killed for writing more than {_channel_cap()} to the result pipe",
-        )
+    killed = _killed(run)
     if seen.flags:
         checks = sorted({f["check"] for f in seen.flags})
         message = "honesty check fired: " + ", ".join(checks)
         return Status.FLAGGED, f"{message} (then {killed[1]})" if killed else message
     if killed:
         return killed
+    if outside := outside_kill(run):
+        return Status.WORKER_ERROR, outside
     if not seen.started:
         return Status.WORKER_ERROR, f"the sandbox did not start (exit code {run.returncode})"
     if seen.error is not None:
-        kind = str(seen.error.get("kind", "runtime_error"))
-        status = Status(kind) if kind in set(Status) else Status.RUNTIME_ERROR
-        where = seen.error.get("workload")
-        text = str(seen.error.get("message", ""))
-        if where in redact.hidden_names(task):
-            return status, redact.error_message(text)
-        return status, f"{text} (workload {where})" if where else text
+        hidden_dealt = dealer is not None and dealer.hidden_dealt
+        return _error_status(seen.error, task, hidden_dealt=hidden_dealt)
     if not seen.done:
-        code = run.returncode
-        # bubblewrap reports a child killed by signal N as exit code 128 + N.
-        signal_number = -code if code is not None and code < 0 else None
-        if run.isolation == "bwrap" and code is not None and 128 < code < 160:
-            signal_number = code - 128
-        how = f"signal {signal_number}" if signal_number else f"exit code {code}"
+        how = f"signal {run.signal}" if run.signal else f"exit code {run.returncode}"
         return Status.RUNTIME_ERROR, f"the submission's process ended early ({how})"
     incorrect = [r for r in results if r.status is not Status.CORRECT]
     if incorrect:
@@ -288,6 +271,75 @@ def _decide(
     if len(results) != expected:
         return Status.WORKER_ERROR, "the evaluation ended without a result for every workload"
     return Status.CORRECT, f"correct on all {len(results)} workloads"
+
+
+def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
+    """The status and message of a child the watchdog killed, or None."""
+    if run.killed_for == "timeout":
+        waited = run.cpu_wait_seconds
+        if waited < 1:
+            return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
+        return Status.TIMEOUT, (
+            f"killed after the time limit: {run.wall_seconds - waited:.0f} s of running, "
+            f"{run.wall_seconds:.0f} s of wall time ({waited:.0f} s of it waiting for a CPU, "
+            "not counted)"
+        )
+    if run.killed_for == "memory":
+        used = f"killed for using {run.peak_rss_bytes / 2**30:.1f} GiB of host memory"
+        if run.peak_tmpfs_bytes >= 2**20:
+            used += f" ({run.peak_tmpfs_bytes / 2**30:.1f} GiB of it files in /tmp and /dev/shm)"
+        return Status.OUT_OF_MEMORY, used
+    if run.killed_for == "scratch":
+        return Status.OUT_OF_MEMORY, (
+            f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
+            f"the limits are {sandbox.Limits().scratch_bytes / 2**30:.0f} GiB and "
+            f"{sandbox.MAX_SCRATCH_ENTRIES} files)"
+        )
+    if run.killed_for == "processes":
+        return Status.RUNTIME_ERROR, "killed for starting too many processes"
+    if run.killed_for == "result_channel":
+        cap = _channel_cap()
+        return Status.RUNTIME_ERROR, f"killed for writing more than {cap} to the result pipe"
+    return None
+
+
+def outside_kill(run: sandbox.ChildRun) -> str:
+    """Why the child ended from outside the evaluation, or "" if it did not.
+
+    Under the killguard filter no process of the submission can send SIGKILL,
+    or end with a status that reads as one: a SIGKILL the watchdog did not
+    send came from the host (its out-of-memory killer, or another process).
+    """
+    if run.killed_for or run.signal != signal.SIGKILL:
+        return ""
+    if run.host_oom_kills > 0:
+        return (
+            "the host's out-of-memory killer ended the submission's process (the host ran out "
+            f"of memory; the evaluation's processes used at most {run.peak_rss_bytes / 2**30:.1f} "
+            "GiB, within their limit): a fault of the worker, not of the submission"
+        )
+    if run.kill_guarded:
+        return (
+            "a SIGKILL from outside the evaluation ended the submission's process (the sandbox "
+            "lets the submission send none): a fault of the worker, not of the submission"
+        )
+    return ""
+
+
+def _error_status(error: dict, task: TaskSpec, *, hidden_dealt: bool) -> tuple[Status, str]:
+    """The status and message of the exception the child reported.
+
+    Once a hidden workload was dealt, whatever the child says of where it
+    failed, the owner reads the exception's type only, and only a known one
+    (redact.error_message).
+    """
+    kind = str(error.get("kind", "runtime_error"))
+    status = Status(kind) if kind in set(Status) else Status.RUNTIME_ERROR
+    where = error.get("workload")
+    text = str(error.get("message", ""))
+    if hidden_dealt or where in redact.hidden_names(task):
+        return status, redact.error_message(text)
+    return status, f"{text} (workload {where})" if where else text
 
 
 def planned_workloads(
@@ -370,13 +422,6 @@ def _public_package(task: TaskSpec, folder: Path) -> None:
     folder.chmod(0o755)
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _run_child(
     task: TaskSpec,
     source: str,
@@ -389,7 +434,7 @@ def _run_child(
     memory_bytes: int | None,
     *,
     clean: bool = False,
-    log_name: str = "child.log",
+    log: childlog.ChildLog | None = None,
 ) -> sandbox.ChildRun:
     if not clean:
         (workdir / "submission.py").write_text(source)
@@ -424,18 +469,17 @@ def _run_child(
     for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_PTXAS_PATH"):
         if key in os.environ and key not in env:
             env[key] = os.environ[key]
-    bootstrap = "import evaluator.harness.child as c; c.main()"
     run = sandbox.run_child(
-        python_args=["-s", "-c", bootstrap, f"{seen.work}/job.json", "{fd}", "{reply_fd}"],
+        python_args=sandbox.child_args(f"{seen.work}/job.json"),
         workdir=workdir,
         task_dir=task_dir,
         env=env,
         limits=sandbox.Limits(
             timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
         ),
-        log_path=workdir / log_name,
         gpu=mode is Mode.CUDA,
         answer=dealer.answer,
+        log=log,
     )
     return run
 
@@ -456,7 +500,6 @@ def _clean_reference_times(
     task: TaskSpec,
     mode: Mode,
     settings: TimingSettings,
-    workdir: Path,
     public_dir: Path,
     timeout_s: float,
     memory_bytes: int | None,
@@ -469,11 +512,16 @@ def _clean_reference_times(
     """
     timed = planned_workloads(tuple(w for w in task.workloads_for(mode) if w.role == "timed"), mode)
     dealer = dealer_for(task, timed, settings, clean=True)
-    (workdir / "out").mkdir(exist_ok=True)
-    run = _run_child(
-        task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
-        clean=True, log_name="clean.log",
-    )  # fmt: skip
+    # A scratch folder of its own: nothing the submission's child wrote (a module
+    # named after one the harness imports) is where this child starts.
+    workdir = sandbox.scratch_folder(prefix="d2k-clean-")
+    try:
+        run = _run_child(
+            task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
+            clean=True,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     seen = _collect(run, dealer.record(), dealer)
     medians: dict[str, float] = {}
     for name, msg in seen.timings.items():
@@ -580,21 +628,6 @@ def with_clean_reference(
             result = dataclasses.replace(result, measurement=m)
         out.append(result)
     return out
-
-
-def _read_log(path: Path, *, limit_bytes: int | None = None) -> str:
-    """The child's log, cut in the middle past LOG_LIMIT; only its first `limit_bytes` if given."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return ""
-    if limit_bytes is not None:
-        data = data[:limit_bytes]
-    text = data.decode(errors="replace")
-    if len(text) <= LOG_LIMIT:
-        return text
-    half = LOG_LIMIT // 2
-    return f"{text[:half]}\n… [{len(text) - LOG_LIMIT} characters cut] …\n{text[-half:]}"
 
 
 def _verdict(task, mode, status, message, flags, results, env_info, log, started) -> Verdict:

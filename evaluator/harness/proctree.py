@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
@@ -81,6 +82,77 @@ def memory_bytes(pids: Sequence[int]) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def tmpfs_bytes(pids: Sequence[int], *, size: int) -> int:
+    """What the sandbox keeps in its /tmp and /dev/shm, as seen through a process inside it.
+
+    Both are memory file systems of `size` bytes each (sandbox_command); one
+    of another size is not the sandbox's (a process that has not entered its
+    mount namespace yet sees the host's), and counts nothing.
+    """
+    pages = -(-size // os.sysconf("SC_PAGE_SIZE")) * os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        used, seen = 0, 0
+        for folder in ("tmp", "dev/shm"):
+            try:
+                stat = os.statvfs(f"/proc/{pid}/root/{folder}")
+            except OSError:
+                continue
+            if stat.f_blocks * stat.f_frsize == pages:
+                used += (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+                seen += 1
+        if seen:
+            return used
+    return 0
+
+
+def folder_bytes(folder: Path, max_entries: int) -> tuple[int, int]:
+    """(bytes on disk, entries) under `folder`, links not followed; stops past `max_entries`."""
+    used, entries, stack = 0, 0, [folder]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    try:
+                        used += entry.stat(follow_symlinks=False).st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(Path(entry.path))
+                    except OSError:  # gone since it was listed
+                        continue
+        except OSError:
+            continue
+    return used, entries
+
+
+def longest_cpu_wait(pids: Sequence[int]) -> float:
+    """Seconds the most-delayed thread of `pids` has spent runnable but waiting for a CPU."""
+    longest = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                    longest = max(longest, int(fh.read().split()[1]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return longest / 1e9
+
+
+def host_oom_kills() -> int:
+    """How many processes the host's out-of-memory killer has ended since boot."""
+    try:
+        with open("/proc/vmstat", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def kill_tree(proc: subprocess.Popen, extra: Sequence[int] = ()) -> None:

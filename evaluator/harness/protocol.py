@@ -109,6 +109,8 @@ class Dealer:
         self._last_call: dict[str, int] = {}
         self._on_hidden = on_hidden
         self.hidden_mark: Any = None
+        # A hidden workload was dealt: from here on the child may know its shapes.
+        self.hidden_dealt = False
         self.current: tuple[str, str] | None = None
         self.issued: dict[str, dict[str, list[int]]] = {w.name: {} for w in workloads}
         self.problems: list[str] = []
@@ -157,8 +159,10 @@ class Dealer:
         self._position += 1
         self.current = (kind, name)
         workload = self._workloads[name]
-        if workload.hidden and self.hidden_mark is None and self._on_hidden is not None:
-            self.hidden_mark = self._on_hidden()
+        if workload.hidden and not self.hidden_dealt:
+            self.hidden_dealt = True
+            if self._on_hidden is not None:
+                self.hidden_mark = self._on_hidden()
         return {"step": kind, "workload": {"name": name, "params": workload.params}}
 
     def _refuse(self, problem: str) -> dict[str, Any]:

@@ -13,8 +13,15 @@ Isolation levels, strongest first (the verdict's environment says which one ran)
   unavailable (documented in docs/evaluator.md).
 
 At both levels the parent enforces a wall-clock timeout, a host-memory limit
-and a process-count limit, kills the whole tree on a violation, and reaps
-every process the child left behind (it is a child subreaper).
+(the tree's memory plus the files it keeps in memory: its /tmp and /dev/shm
+under bubblewrap), a limit on its scratch folder and a process-count limit,
+kills the whole tree on a violation, and reaps every process the child left
+behind (it is a child subreaper). The interpreter starts with no writable
+folder on `sys.path` (`-P -s`: not the working directory, not the user's
+site-packages), and the child's stdout and stderr reach the parent through a
+pipe it reads (`ChildLog`), never through a file the child could rewrite. A
+seccomp filter (killguard) leaves SIGKILL to the outside, so a SIGKILL death
+is never the submission's doing.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +41,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from . import proctree
+from . import killguard, proctree
+from .childlog import ChildLog
 
 # The folder holding `evaluator/` and `taskformat/`.
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -54,12 +64,24 @@ SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
 # on, or leave a request unanswered until the time limit.
 MAX_LINE_BYTES = 16 * 2**20
 MAX_CHANNEL_BYTES = 256 * 2**20
+# The interpreter's flags in every sandboxed child: -P keeps the working
+# directory (the scratch folder, the child's to write) off sys.path, -s the
+# user's site-packages. sys.path is then the read-only harness (PYTHONPATH),
+# the standard library and the interpreter's site-packages.
+PYTHON_FLAGS = ("-P", "-s")
+# What every sandboxed child runs: the harness child, from the read-only harness.
+CHILD_BOOTSTRAP = "import evaluator.harness.child as c; c.main()"
+# How often the watchdog adds up the scratch folder, and how many entries it
+# reads at most: past that many the folder counts as over its limit.
+SCRATCH_EVERY_S = 1.0
+MAX_SCRATCH_ENTRIES = 200_000
 
 
 @dataclass
 class ChildRun:
     returncode: int | None
-    killed_for: str = ""  # "", "timeout", "memory", "processes", "result_channel"
+    # "", "timeout", "memory", "scratch", "processes", "result_channel"
+    killed_for: str = ""
     # The process's start and run time on the monotonic clock its messages are stamped with.
     started: float = 0.0
     wall_seconds: float = 0.0
@@ -68,10 +90,24 @@ class ChildRun:
     # Every byte the child wrote to the result pipe, as read.
     channel_bytes: int = 0
     peak_rss_bytes: int = 0
+    # Seconds the tree's most-delayed thread waited for a CPU (not counted in its time).
+    cpu_wait_seconds: float = 0.0
+    # Of the peak: what the tree kept in files in memory (its /tmp and /dev/shm).
+    peak_tmpfs_bytes: int = 0
+    peak_scratch_bytes: int = 0
     log: str = ""
     isolation: str = ""
     # Every process id seen in the evaluation's process tree while it ran.
     pids: set[int] = field(default_factory=set)
+    # Whether the killguard filter was loaded (a SIGKILL is then the outside's).
+    kill_guarded: bool = False
+    # The host's out-of-memory killer ended a process while the child ran.
+    host_oom_kills: int = 0
+
+    @property
+    def signal(self) -> int | None:
+        """The signal that ended the child's interpreter, if one did."""
+        return _signal_of(self.returncode, self.isolation)
 
 
 def default_memory_limit() -> int:
@@ -85,11 +121,18 @@ def default_memory_limit() -> int:
 
 @dataclass(frozen=True)
 class Limits:
+    # The time the child's processes could run: the wall time less what its most-delayed
+    # thread spent waiting for a CPU, so that a busy host does not shorten it; and at
+    # most `max_wall_factor` times as much wall time.
     timeout_s: float = 600.0
+    max_wall_factor: float = 2.0
     memory_bytes: int = field(default_factory=default_memory_limit)
     max_processes: int = 256
     max_file_bytes: int = 16 * 1024**3
     max_open_files: int = 4096
+    # What the scratch folder may hold: compile caches, builds, and the outputs of every
+    # correctness call (the largest catalog tasks write a few GiB of them).
+    scratch_bytes: int = 64 * 1024**3
 
 
 @cache
@@ -97,12 +140,16 @@ def _bwrap_works() -> bool:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return False
-    probe = subprocess.run(
-        [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
-        capture_output=True,
-        timeout=20,
-        check=False,
-    )
+    try:
+        probe = subprocess.run(
+            [bwrap, *_userns_args(), "--ro-bind", "/", "/", "--unshare-all", "--", "/bin/true"],
+            capture_output=True,
+            # Generous: a busy host starts a process slowly, and bubblewrap is not slow.
+            timeout=120,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False
     return probe.returncode == 0
 
 
@@ -203,23 +250,29 @@ def sandbox_command(
     env: dict[str, str],
     gpu: bool,
     wrapper: Sequence[str] = (),
+    tmp_bytes: int = 0,
+    seccomp_fd: int | None = None,
 ) -> tuple[list[str], dict[str, str], str]:
-    """The argv, environment and level for running `python python_args...` sandboxed.
+    """The argv, environment and level for running `python -P -s python_args...` sandboxed.
 
     `wrapper` is a command that runs the interpreter inside the sandbox (a
     profiler: `ncu ... python ...`); it runs with the child's confinement.
 
     Inside bubblewrap the harness and the task format are at /d2k (PYTHONPATH),
-    the task package at /d2k/task and the scratch folder at /d2k/work; at the
-    `process` level the child runs on the real paths. `layout` gives the caller
-    the right ones for its arguments and environment.
+    the task package at /d2k/task and the scratch folder at /d2k/work; /tmp and
+    /dev/shm are memory file systems of `tmp_bytes` each (where given); the
+    seccomp filter on `seccomp_fd` is loaded into the interpreter. At the
+    `process` level the child runs on the real paths (`layout` gives the caller
+    the right ones for its arguments and environment) and `run_child` loads
+    the filter itself.
     """
     level = isolation_level()
+    python = [sys.executable, *PYTHON_FLAGS, *python_args]
     if level == "process":
-        argv = [*wrapper, sys.executable, *python_args]
-        return argv, {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
+        return [*wrapper, *python], {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
 
     bwrap = shutil.which("bwrap") or "bwrap"
+    size = ["--size", str(tmp_bytes)] if tmp_bytes > 0 else []
     argv = [
         bwrap,
         *_userns_args(),
@@ -240,6 +293,10 @@ def sandbox_command(
         "/proc",
         "--dev",
         "/dev",
+        *size,
+        "--tmpfs",
+        "/dev/shm",
+        *size,
         "--tmpfs",
         "/tmp",
         *(_device_binds() if gpu else []),
@@ -254,10 +311,11 @@ def sandbox_command(
         "--chdir",
         SANDBOX_WORK,
         "--clearenv",
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
     ]
     for key, value in {**env, "PYTHONPATH": SANDBOX_ROOT}.items():
         argv += ["--setenv", key, value]
-    argv += ["--", *wrapper, sys.executable, *python_args]
+    argv += ["--", *wrapper, *python]
     return argv, {"PATH": env.get("PATH", "/usr/bin:/bin")}, level
 
 
@@ -277,7 +335,19 @@ def _symlink_or_bind(path: str) -> list[str]:
     return []
 
 
-def _set_limits(limits: Limits, nproc: int) -> None:
+def child_args(job_path: str) -> list[str]:
+    """The interpreter's arguments for the harness child reading its job at `job_path`."""
+    return ["-c", CHILD_BOOTSTRAP, job_path, "{fd}", "{reply_fd}"]
+
+
+def scratch_folder(prefix: str = "d2k-eval-") -> Path:
+    """A fresh scratch folder for one sandboxed child: nothing another child wrote is in it."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o777)  # the sandboxed uid writes here
+    return folder
+
+
+def _set_limits(limits: Limits, nproc: int, seccomp: bytes | None = None) -> None:
     # The child dies with the orchestrator (bubblewrap's --die-with-parent does the
     # same inside): a killed worker must not leave a submission running.
     proctree.die_with_parent()
@@ -288,6 +358,8 @@ def _set_limits(limits: Limits, nproc: int) -> None:
     # exists now plus the child's allowance. Root ignores it, but the child
     # runs with its capabilities dropped, where it applies again.
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    if seccomp is not None:  # the `process` level; bubblewrap loads it itself
+        killguard.install(seccomp)
 
 
 Answer = Callable[[dict], dict]
@@ -379,77 +451,136 @@ def run_child(
     task_dir: Path,
     env: dict[str, str],
     limits: Limits,
-    log_path: Path,
     gpu: bool,
     answer: Answer | None = None,
     wrapper: Sequence[str] = (),
+    log: ChildLog | None = None,
+    guard: bool = True,
 ) -> ChildRun:
     """Run the harness child; `python_args` may name the result fd as `{fd}`.
 
     With `answer`, the child's requests on the result pipe are answered on a
-    second pipe, which `python_args` names as `{reply_fd}`.
+    second pipe, which `python_args` names as `{reply_fd}`. Its stdout and
+    stderr go to `log` (a ChildLog; the caller may have handed its `mark` to
+    the Dealer), and `ChildRun.log` is their text. With `guard`, the child
+    runs under the killguard filter.
     """
     proctree.become_subreaper()
+    log = log if log is not None else ChildLog()
     read_fd, write_fd = os.pipe()
     child_reply_fd, reply_fd = os.pipe()
+    log_read_fd, log_write_fd = os.pipe()
     args = [
         a.replace("{fd}", str(write_fd)).replace("{reply_fd}", str(child_reply_fd))
         for a in python_args
     ]
+    level = isolation_level()
+    seccomp = killguard.program() if guard else None
+    seccomp_fd = killguard.program_fd(seccomp) if seccomp and level == "bwrap" else None
     argv, proc_env, level = sandbox_command(
-        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu, wrapper=wrapper
-    )
+        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu, wrapper=wrapper,
+        tmp_bytes=limits.memory_bytes, seccomp_fd=seccomp_fd,
+    )  # fmt: skip
     nproc = proctree.processes_of_uid(os.getuid()) + limits.max_processes
-    result = ChildRun(returncode=None, isolation=level)
+    result = ChildRun(returncode=None, isolation=level, kill_guarded=seccomp is not None)
     reader = _Reader(read_fd, result, answer, reply_fd)
+    oom_kills = proctree.host_oom_kills()
     started = result.started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=proc_env,
-            cwd=workdir,
-            pass_fds=(write_fd, child_reply_fd),
-            start_new_session=True,
-            preexec_fn=lambda: _set_limits(limits, nproc),
-        )
-    os.close(write_fd)
-    os.close(child_reply_fd)
+    keep = (write_fd, child_reply_fd, *([seccomp_fd] if seccomp_fd is not None else []))
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log_write_fd,
+        stderr=subprocess.STDOUT,
+        env=proc_env,
+        cwd=workdir,
+        pass_fds=keep,
+        start_new_session=True,
+        preexec_fn=lambda: _set_limits(limits, nproc, seccomp if level == "process" else None),
+    )
+    for fd in (*keep, log_write_fd):
+        os.close(fd)
+    log.attach(log_read_fd)
     reader.start()
     try:
-        while proc.poll() is None:
-            elapsed = time.monotonic() - started
-            tree = [proc.pid, *proctree.descendants(proc.pid)]
-            result.pids.update(tree)
-            rss = proctree.memory_bytes(tree)
-            result.peak_rss_bytes = max(result.peak_rss_bytes, rss)
-            if reader.flooded.is_set():
-                result.killed_for = "result_channel"
-            elif elapsed > limits.timeout_s:
-                result.killed_for = "timeout"
-            elif rss > limits.memory_bytes:
-                result.killed_for = "memory"
-            elif len(tree) > limits.max_processes + 8:
-                result.killed_for = "processes"
-            if result.killed_for:
-                proctree.kill_tree(proc, tree)
-                break
-            # A flood on the result pipe wakes the watch at once.
-            reader.flooded.wait(0.05 if elapsed < 2 else 0.2)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proctree.kill_tree(proc)
-            proc.wait()
+        _watch(proc, result, reader, limits, workdir, started)
     finally:
         if proc.poll() is None:
             proctree.kill_tree(proc)
             proc.wait()
         proctree.reap_orphans()
     reader.join(timeout=10)
+    log.close()
     os.close(reply_fd)
     result.returncode = proc.returncode
+    result.host_oom_kills = proctree.host_oom_kills() - oom_kills
     result.wall_seconds = time.monotonic() - started
+    result.log = log.text()
     return result
+
+
+def _watch(
+    proc: subprocess.Popen,
+    result: ChildRun,
+    reader: _Reader,
+    limits: Limits,
+    workdir: Path,
+    started: float,
+) -> None:
+    """Sample the child's tree until it ends, and kill it at the first limit it passes."""
+    scratch_checked, full = 0.0, False
+    while proc.poll() is None:
+        elapsed = time.monotonic() - started
+        tree = [proc.pid, *proctree.descendants(proc.pid)]
+        result.pids.update(tree)
+        # The outer bubblewrap sees the host's filesystem; its descendants see the sandbox's.
+        inside = tree[1:] if result.isolation == "bwrap" else []
+        tmpfs = proctree.tmpfs_bytes(inside, size=limits.memory_bytes)
+        rss = proctree.memory_bytes(tree) + tmpfs
+        if rss > result.peak_rss_bytes:
+            result.peak_rss_bytes, result.peak_tmpfs_bytes = rss, tmpfs
+        if elapsed - scratch_checked >= SCRATCH_EVERY_S:
+            scratch_checked = elapsed
+            used, entries = proctree.folder_bytes(workdir, MAX_SCRATCH_ENTRIES)
+            result.peak_scratch_bytes = max(result.peak_scratch_bytes, used)
+            full = used > limits.scratch_bytes or entries > MAX_SCRATCH_ENTRIES
+            waited = proctree.longest_cpu_wait(tree)
+            result.cpu_wait_seconds = max(result.cpu_wait_seconds, min(waited, elapsed))
+        if reader.flooded.is_set():
+            result.killed_for = "result_channel"
+        elif (
+            elapsed - result.cpu_wait_seconds > limits.timeout_s
+            or elapsed > limits.timeout_s * limits.max_wall_factor
+        ):
+            result.killed_for = "timeout"
+        elif rss > limits.memory_bytes:
+            result.killed_for = "memory"
+        elif full:
+            result.killed_for = "scratch"
+        elif len(tree) > limits.max_processes + 8:
+            result.killed_for = "processes"
+        if result.killed_for:
+            proctree.kill_tree(proc, tree)
+            break
+        # A flood on the result pipe wakes the watch at once.
+        reader.flooded.wait(0.05 if elapsed < 2 else 0.2)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proctree.kill_tree(proc)
+        proc.wait()
+
+
+def _signal_of(code: int | None, level: str) -> int | None:
+    """The signal that ended the child's interpreter, from the exit status.
+
+    bubblewrap reports a child killed by signal N as exit code 128 + N; the
+    killguard filter turns the child's own exit with such a status into SIGSYS.
+    """
+    if code is None:
+        return None
+    if code < 0:
+        return -code
+    if level == "bwrap" and 128 < code < 128 + signal.NSIG:
+        return code - 128
+    return None

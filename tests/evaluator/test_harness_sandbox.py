@@ -62,7 +62,6 @@ def run_script(script: str, tmp_path: Path) -> sandbox.ChildRun:
         task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
         limits=sandbox.Limits(timeout_s=120),
-        log_path=tmp_path / "child.log",
         gpu=False,
     )
 
@@ -73,7 +72,7 @@ FLOOD = "import os, sys\nwhile True:\n    os.write(int(sys.argv[1]), b'x' * 6553
 def test_a_child_that_floods_the_result_pipe_is_killed_at_once(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(sandbox, "MAX_CHANNEL_BYTES", 8 * 2**20)
     run = run_script(FLOOD, tmp_path)
-    assert run.killed_for == "result_channel", (tmp_path / "child.log").read_text()[-2000:]
+    assert run.killed_for == "result_channel", run.log[-2000:]
     assert run.wall_seconds < 30
     assert sandbox.MAX_CHANNEL_BYTES < run.channel_bytes <= sandbox.MAX_CHANNEL_BYTES + 65536
 
@@ -95,7 +94,7 @@ HONEST = (
 
 def test_an_honest_child_s_messages_all_arrive(tmp_path: Path):
     run = run_script(HONEST, tmp_path)
-    assert run.killed_for == "" and run.returncode == 0, (tmp_path / "child.log").read_text()
+    assert run.killed_for == "" and run.returncode == 0, run.log
     assert [m["n"] for _, m in run.messages] == list(range(2000)) and run.bad_messages == 0
 
 
@@ -150,15 +149,14 @@ def test_the_sandboxed_child_imports_the_harness_and_the_task_format(tmp_path: P
     (task_dir / "reference.py").write_text("# the reference alone: no task.toml\n")
     seen = sandbox.layout(workdir, task_dir)
     run = sandbox.run_child(
-        python_args=["-s", "-c", PROBE, seen.task],
+        python_args=["-c", PROBE, seen.task],
         workdir=workdir,
         task_dir=task_dir,
         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": seen.work, "TMPDIR": seen.work},
         limits=sandbox.Limits(timeout_s=120),
-        log_path=tmp_path / "child.log",
         gpu=False,
     )
-    log = (tmp_path / "child.log").read_text()
+    log = run.log
     assert run.returncode == 0, log
     probe = json.loads(log.split("PROBE ", 1)[1])
     assert probe["task"] == ["reference.py"]
