@@ -103,7 +103,7 @@ def _adversarial_inputs(batch, q_heads, kv_heads, head_dim, block_size, min_len,
     # token, and of the batch's longest (min_len + (batch - 1) * len_step),
     # dealt in a random order; pages scattered over the pool in a random
     # order. Keys and queries share a per-kv-head direction, so every score
-    # carries an offset of about 20 sqrt(head_dim) (90 to 230): exp of a raw
+    # carries an offset of about 20 sqrt(head_dim) (110 to 230): exp of a raw
     # score overflows fp32, and only the maximum's neighbours keep any weight.
     dt = getattr(torch, dtype)
     longest = min_len + len_step * (batch - 1)

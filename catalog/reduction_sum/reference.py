@@ -43,9 +43,10 @@ def get_inputs(dtype, n=None, rows=None, cols=None, dist="default", **params):
 
 def _adversarial_inputs(dtype, n, rows, cols):
     # Many nearly equal terms: a constant from 1 to 10 plus a relative noise
-    # of 1e-4 (1-D), and rows of such constants with either sign (2-D). The sum grows to c * n while each term stays c: an fp32 running
-    # total rounds every addition the same way and drifts, while a tree or
-    # blocked sum keeps the error near one rounding.
+    # of 1e-4 (1-D), and rows of such constants with either sign (2-D). The
+    # sum grows to c * n while each term stays c: an fp32 running total
+    # rounds every addition the same way and drifts, while a tree or blocked
+    # sum keeps the error near one rounding.
     if n is not None:
         c = 1.0 + 9.0 * torch.rand((), dtype=torch.float32)
         x = c * (1.0 + 1e-4 * torch.randn(n, dtype=torch.float32))

@@ -128,3 +128,21 @@ def test_naive_kernel_passes_the_public_inputs_and_fails_the_adversarial_ones(sl
     adversarial = {w: r for (w, dist), r in results.items() if dist == "adversarial"}
     assert {w: r["message"] for w, r in default.items() if r["status"] != "correct"} == {}
     assert [w for w, r in adversarial.items() if r["status"] == "incorrect"] != []
+
+
+def _adversarial_check_inputs(slug: str) -> list[list]:
+    reference = _reference(slug)
+    return [
+        make_inputs(reference, {**w.params, **ADVERSARIAL}, 7, CPU) for w in _check_workloads(slug)
+    ]
+
+
+def test_adversarial_topk_rows_stay_free_of_ties():
+    # The indices are compared exactly: a tie would leave them to the order of the sort.
+    for (x,) in _adversarial_check_inputs("topk_rows"):
+        assert all(torch.unique(row).numel() == row.numel() for row in x)
+
+
+def test_adversarial_moe_routes_each_token_to_distinct_experts():
+    for _, topk_ids in _adversarial_check_inputs("moe_permute"):
+        assert all(torch.unique(ids).numel() == ids.numel() for ids in topk_ids)
