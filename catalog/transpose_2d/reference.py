@@ -37,12 +37,13 @@ def get_inputs(rows, cols, dtype, strided=False, dist="default", **params):
 
 
 def _adversarial_inputs(rows, cols, dtype, strided):
-    # Every value names its place (row * cols + col, made distinct in the
-    # dtype by a per-place sign and exponent), with the special values a
-    # copy must move bit for bit scattered over it: infinities of both signs,
-    # NaN, signed zeros, subnormals and the largest finite values. A transpose
-    # that goes through arithmetic (a product with a permutation matrix, a
-    # blend with zeros) turns them into NaN or rounds them.
+    # Values that follow their place rather than noise (the mantissa steps
+    # with the place, the exponent every 97 places from 2^-30 to 2^29, the
+    # sign alternates), with the special values a copy must move bit for bit
+    # scattered over them: infinities of both signs, NaN, signed zeros,
+    # subnormals and the largest finite values. A transpose that goes through
+    # arithmetic (a product with a permutation matrix, a blend with zeros)
+    # turns them into NaN or rounds them.
     dt = getattr(torch, dtype)
     width = 2 * cols if strided else cols
     place = torch.arange(rows * width, dtype=torch.float64).reshape(rows, width)
