@@ -50,6 +50,8 @@ class Child(Timing):
         # workload, under ncu, and no other.
         self.profile = job.profile
         self._model_seeds: dict[str, int] = {}
+        # The guard's snapshot is taken again in `run`, once CUDA and the launch
+        # cover are set up, just before the submission is imported.
         honesty.settle_torch()
         self.guard = honesty.PatchGuard()
         # The aten ops of every call not made under a recorder (timed, batch,
@@ -269,6 +271,10 @@ class Child(Timing):
             mark = Mark()
         elif self.mode == "cuda":
             flusher = timing.L2Flusher(self.device)
+        # Everything the harness set up is now in the snapshot, and nothing of
+        # the submission's yet.
+        self.guard = honesty.PatchGuard()
+        self.threads = honesty.live_python_threads()
         if self.clean:
             self.chan.send("ready")
         elif not self.load_submission():

@@ -113,6 +113,16 @@ def _hooks() -> frozenset[str]:
     return frozenset(found)
 
 
+# Values that hold no code: torch's own state flips between them as it goes
+# (`torch.cuda._initialized` on the first CUDA call), and no read runs them.
+_DATA = (bool, int, float, str, bytes, type(None))
+
+
+def _both_data(before: object, now: object) -> bool:
+    """An entry that held plain data and still does: state, not a patch."""
+    return type(before) in _DATA and type(now) in _DATA
+
+
 def block_audit_hooks() -> None:
     """From now on, no audit hook can be added to this process.
 
@@ -188,7 +198,11 @@ class PatchGuard:
         found: list[str] = []
         for name, owner, before, is_module in self._spaces:
             now = _vars(owner)
-            found += [f"{name}.{key}" for key, value in before.items() if now.get(key) is not value]
+            found += [
+                f"{name}.{key}"
+                for key, value in before.items()
+                if now.get(key) is not value and not _both_data(value, now.get(key))
+            ]
             if _len(now) != _len(before):
                 found += [
                     f"{name}.{key}"

@@ -165,3 +165,13 @@ def test_a_compiled_baseline_changes_nothing_the_guard_watches_once_torch_is_set
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
     )
     assert "patched: []" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_torch_s_own_state_flipping_is_not_a_patch_but_code_in_its_place_is(monkeypatch):
+    # torch.cuda._initialized turns True on the first CUDA call, after the snapshot.
+    guard = honesty.PatchGuard()
+    before = set(guard.patched())
+    monkeypatch.setattr(torch.cuda, "_initialized", not torch.cuda._initialized)
+    assert set(guard.patched()) - before == set()
+    monkeypatch.setattr(torch.cuda, "_initialized", lambda: True)
+    assert set(guard.patched()) - before == {"torch.cuda._initialized"}
