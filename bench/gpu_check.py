@@ -6,7 +6,8 @@
     python bench/gpu_check.py stability --repeat 5 [--tasks a,b] [--timing K=V] [--out DIR]
     python bench/gpu_check.py stability --arm ph40: --arm ph5:phases=5
     python bench/gpu_check.py collect DIR [--out DIR]
-    python bench/gpu_check.py integrity [--jobs 4] [--parts quick,alone,...] [--out DIR]
+    python bench/gpu_check.py integrity [--jobs 4] [--parts quick,alone,...] [--cases 0,41,probe]
+                                        [--out DIR]
     python bench/gpu_check.py integrity-table FILE [FILE ...]
 
 `integrity` runs every GPU check of the evaluator's integrity in one call:
@@ -23,7 +24,8 @@ brief timing (QUICK); everything timed for its figures runs alone. The whole
 table takes longer than one 10-minute device call: `--parts` runs some of its
 four groups (quick: the pooled cases and the secret probe; alone; figures;
 histogram), each call writing integrity-<parts>.json, and `integrity-table`
-prints the one table of several such files.
+prints the one table of several such files. `--cases` keeps only the cases it
+names (`probe` for the secret probe, `histogram` for the histogram expert).
 
 `--timing` passes timing settings to every check (`--arm`, for stability,
 runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
@@ -234,7 +236,9 @@ def _judge_case(case, v: dict) -> tuple[bool, str]:
 INTEGRITY_PARTS = ("quick", "alone", "figures", "histogram")
 
 
-def integrity(out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS) -> list[dict]:
+def integrity(
+    out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS, only: set[str] | None = None
+) -> list[dict]:
     """Every GPU check of the evaluator's integrity, in one call; a markdown table and JSON.
 
     Four groups, so that no timed figure shares the GPU: the cases whose
@@ -246,7 +250,12 @@ def integrity(out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS) ->
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.exploits.cases import CASES, HONEST_TWINS, TWIN_SPEEDUP_MARGIN
+    from tests.exploits.cases import CASES as ALL_CASES
+    from tests.exploits.cases import HONEST_TWINS, TWIN_SPEEDUP_MARGIN
+
+    # `only`: the case numbers to run ("probe" for the secret probe, "histogram" for the
+    # histogram CUDA expert); all of them where None.
+    CASES = [c for c in ALL_CASES if only is None or c.number in only]
 
     kernels = ROOT / "tests" / "exploits" / "kernels"
     rows: list[dict] = []
@@ -282,7 +291,8 @@ def integrity(out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS) ->
     if "quick" in parts:
         pooled = [c for c in CASES if c.number not in FIGURE_CASES + ALONE_CASES]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            futures = [pool.submit(probe)] + [pool.submit(run_case, c, QUICK) for c in pooled]
+            futures = [pool.submit(probe)] if only is None or "probe" in only else []
+            futures += [pool.submit(run_case, c, QUICK) for c in pooled]
             keep([f.result() for f in futures])
     for case in CASES if "alone" in parts else ():
         if case.number in ALONE_CASES:
@@ -297,7 +307,7 @@ def integrity(out: Path, jobs: int, parts: tuple[str, ...] = INTEGRITY_PARTS) ->
         if case.number in HONEST_TWINS and row["verdict"] != "flagged":
             # Not caught: it passes only if it gains nothing over its honest twin.
             keep([_twin(case, kernels, None, (row, TWIN_SPEEDUP_MARGIN))])
-    if "histogram" in parts:
+    if "histogram" in parts and (only is None or "histogram" in only):
         v = check("histogram", HISTOGRAM_CUDA, timeout=480)
         print_verdict("histogram", "expert_cuda.py", v)
         ok = v["status"] == "correct"
@@ -399,7 +409,8 @@ def main() -> None:
         unknown = set(args.parts.split(",")) - set(INTEGRITY_PARTS)
         if unknown or not parts:
             parser.error(f"--parts takes some of {','.join(INTEGRITY_PARTS)}, not {args.parts}")
-        rows = integrity(out, args.jobs, parts)
+        only = set(args.cases.split(",")) if args.cases else None
+        rows = integrity(out, args.jobs, parts, only)
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
     if args.what == "integrity-table":
         if not args.items:

@@ -292,7 +292,7 @@ def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
     if run.killed_for == "scratch":
         return Status.OUT_OF_MEMORY, (
             f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
-            f"the limits are {sandbox.Limits().scratch_bytes / 2**30:.0f} GiB and "
+            f"the limits are {run.scratch_limit_bytes / 2**30:.1f} GiB and "
             f"{sandbox.MAX_SCRATCH_ENTRIES} files)"
         )
     if run.killed_for == "processes":

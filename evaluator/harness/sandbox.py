@@ -95,6 +95,8 @@ class ChildRun:
     # Of the peak: what the tree kept in files in memory (its /tmp and /dev/shm).
     peak_tmpfs_bytes: int = 0
     peak_scratch_bytes: int = 0
+    # What the scratch folder was allowed to hold (scratch_bytes_allowed).
+    scratch_limit_bytes: int = 0
     log: str = ""
     isolation: str = ""
     # Every process id seen in the evaluation's process tree while it ran.
@@ -519,6 +521,19 @@ def run_child(
     return result
 
 
+def scratch_bytes_allowed(workdir: Path, limits: Limits) -> int:
+    """The scratch folder's limit: `limits.scratch_bytes`, or half the disk's free space if less.
+
+    A disk the evaluation fills stops every evaluation after it on the host
+    (seen on a GPU host of 64 GiB, where one kernel filled it).
+    """
+    try:
+        free = shutil.disk_usage(workdir).free
+    except OSError:
+        return limits.scratch_bytes
+    return min(limits.scratch_bytes, free // 2)
+
+
 def _watch(
     proc: subprocess.Popen,
     result: ChildRun,
@@ -529,6 +544,7 @@ def _watch(
 ) -> None:
     """Sample the child's tree until it ends, and kill it at the first limit it passes."""
     scratch_checked, full = 0.0, False
+    scratch_limit = result.scratch_limit_bytes = scratch_bytes_allowed(workdir, limits)
     while proc.poll() is None:
         elapsed = time.monotonic() - started
         tree = [proc.pid, *proctree.descendants(proc.pid)]
@@ -543,7 +559,7 @@ def _watch(
             scratch_checked = elapsed
             used, entries = proctree.folder_bytes(workdir, MAX_SCRATCH_ENTRIES)
             result.peak_scratch_bytes = max(result.peak_scratch_bytes, used)
-            full = used > limits.scratch_bytes or entries > MAX_SCRATCH_ENTRIES
+            full = used > scratch_limit or entries > MAX_SCRATCH_ENTRIES
             waited = proctree.longest_cpu_wait(tree)
             result.cpu_wait_seconds = max(result.cpu_wait_seconds, min(waited, elapsed))
         if reader.flooded.is_set():

@@ -14,7 +14,7 @@ from typing import Any
 
 from taskformat.spec import WorkloadRole
 
-EVALUATOR_VERSION = "0.3.1"
+EVALUATOR_VERSION = "0.4.0"
 
 
 class Status(enum.StrEnum):
