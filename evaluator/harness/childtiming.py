@@ -10,8 +10,10 @@ the channel, the job, the models and the harness's call path (`_invoke`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,7 @@ class Timing:
     l2_reported: bool
     escape_reported: bool
     op_log: honesty.DispatchRecorder
+    threads: set[int]
     base: Any
     sub: Any
 
@@ -158,10 +161,24 @@ class Timing:
                 break
         return sub, covers
 
+    @contextlib.contextmanager
+    def _baseline_threads(self) -> Iterator[None]:
+        """Threads started while the baseline runs are the baseline's, not the submission's.
+
+        A baseline compiled with torch.compile starts a thread of its own at its
+        first compile; `background_thread` counts only the submission's.
+        """
+        before = honesty.live_python_threads()
+        try:
+            yield
+        finally:
+            self.threads |= honesty.live_python_threads() - before
+
     def _time_ref(self, ref, workload: dict, flusher: timing.L2Flusher, run: _TimingRun) -> None:
         """One timed call of the baseline, on inputs of its own; its output is discarded."""
         inputs = self.inputs(workload["params"], self.chan.seed(workload["name"], "ref"))
-        run.ref_events.append(timing.timed_call(ref, inputs, flusher)[0])
+        with self._baseline_threads():
+            run.ref_events.append(timing.timed_call(ref, inputs, flusher)[0])
         run.host_bound["ref"] += flusher.queue_us > flusher.cover_us
 
     def _time_sub(
@@ -226,7 +243,8 @@ class Timing:
                     queue_us[who].append(self._invoke(model, inputs).host_us)
                     continue
                 queued = _perf_counter()
-                model(*inputs)
+                with self._baseline_threads():
+                    model(*inputs)
                 queue_us[who].append((_perf_counter() - queued) * 1e6)
             self.sync()
         covers = {who: timing.cover_for(times) for who, times in queue_us.items()}

@@ -147,6 +147,9 @@ def _judge_workload(
         status, failure = Status.RUNTIME_ERROR, "the process ended before every seed was checked"
     else:
         status = Status.CORRECT
+        # Glue that made a right answer did the task; a wrong one is judged wrong.
+        for call in calls:
+            _judge_glue(spec, call.get("kernels", []), own, seen)
     measurement, extra = None, {}
     if status is Status.CORRECT and entry.timed and spec.name in seen.timings:
         measurement, extra, timing_failure = _judge_timing(
@@ -257,18 +260,28 @@ def library_kernels(kernels: list[str], own: set[str]) -> list[str]:
     )
 
 
-def _judge_kernels(spec, kernels: list[str], own: set[str], seen: Observed) -> None:
+def _judge_glue(spec, kernels: list[str], own: set[str], seen: Observed) -> None:
+    """Flag a call of a correct workload whose every kernel was torch's glue (`glue_work`).
+
+    Glue carries a kernel's data; it does not do its task. Judged only where
+    the workload's outputs were right: a call that ran no kernel of its own
+    and returned a wrong answer (nothing written, a view of an input) is
+    `incorrect`, and the harness's own copy of its outputs is glue too.
+    """
     kernels = [k for k in kernels or [] if isinstance(k, str)]
     ran = [k for k in kernels if not any(name in k for name in HARNESS_KERNELS)]
-    if ran and not any(kernel_base_name(k) in own for k in ran):
-        # Glue may carry a kernel's data, not do its task: a call whose every
-        # kernel is a copy, fill or cast did the task in glue.
-        detail = (
-            f"{spec.name}: ran no kernel of its own, only torch's glue kernels "
-            f"({', '.join(sorted({k[:80] for k in ran})[:4])})"
-        )
-        if not any(f.get("check") == "glue_work" for f in seen.flags):
-            seen.flags.append(flag("glue_work", detail))
+    if not ran or any(kernel_base_name(k) in own for k in ran):
+        return
+    if any(f.get("check") == "glue_work" for f in seen.flags):
+        return
+    shown = ", ".join(sorted({k[:80] for k in ran})[:4])
+    seen.flags.append(
+        flag("glue_work", f"{spec.name}: ran no kernel of its own, only torch's glue ({shown})")
+    )
+
+
+def _judge_kernels(spec, kernels: list[str], own: set[str], seen: Observed) -> None:
+    kernels = [k for k in kernels or [] if isinstance(k, str)]
     found = library_kernels(kernels, own)
     if not found:
         return
@@ -489,6 +502,8 @@ def _judge_timing(task, spec, entry: PlannedWorkload, seen, reference, own, env_
         sample_seed = int(item["sample_seed"])
         if not _fingerprint_matches(item["fp"], expected, sample_seed, task, AUDIT_SAMPLES):
             return measurement, {}, AUDIT_FAILURE
+    for item in msg.get("audit_prints", []):
+        _judge_glue(spec, list(item.get("kernels", [])), own, seen)
     if batch:
         host, device = float(batch["host_ms"]), float(batch["event_ms"])
         if host > device * BATCH_SLACK_RATIO + BATCH_SLACK_MS:

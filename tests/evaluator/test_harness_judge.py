@@ -415,13 +415,17 @@ def test_a_call_whose_every_kernel_is_glue_did_the_task_in_glue():
         "d2k_cover",
     ]
     seen = Observed()
-    judge_module._judge_kernels(SPEC, glue, {"_transpose_tile"}, seen)
+    judge_module._judge_glue(SPEC, glue, {"_transpose_tile"}, seen)
     assert checks(seen) == ["glue_work"]
     seen = Observed()
-    judge_module._judge_kernels(SPEC, [*glue, "_transpose_tile"], {"_transpose_tile"}, seen)
+    judge_module._judge_glue(SPEC, [*glue, "_transpose_tile"], {"_transpose_tile"}, seen)
     assert seen.flags == []
     seen = Observed()
-    judge_module._judge_kernels(SPEC, ["d2k_cover"], set(), seen)
+    judge_module._judge_glue(SPEC, ["d2k_cover"], set(), seen)
+    assert seen.flags == []
+    # Library kernels are library_kernel's business, not glue's.
+    seen = Observed()
+    judge_module._judge_kernels(SPEC, glue, {"_transpose_tile"}, seen)
     assert seen.flags == []
 
 

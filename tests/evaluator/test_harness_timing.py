@@ -188,6 +188,7 @@ def _fake_child(monkeypatch, timing_cfg: dict, sent: list, phase, audits=()) -> 
     # Taken last, so that the test's own stubs are what it guards.
     child.guard = honesty.PatchGuard()
     child.op_log = honesty.DispatchRecorder()
+    child.threads = honesty.live_python_threads()
     return child
 
 
@@ -340,3 +341,34 @@ def test_an_output_finished_within_its_own_stream_is_not_escaped_work(monkeypatc
     child, sent = _escape_child(monkeypatch, out, lambda: None)
     assert child.time_workload(WORKLOAD, _fake_flusher())
     assert [event for event, _ in sent] == ["timing"]
+
+
+def test_a_thread_the_baseline_starts_is_not_the_submission_s(monkeypatch):
+    # A baseline compiled with torch.compile starts a thread at its first compile,
+    # in the middle of timing: background_thread is for the submission's threads.
+    import threading
+
+    from evaluator.harness import honesty
+
+    stop = threading.Event()
+
+    def baseline(*inputs):
+        if not any(t.name == "d2k-test-baseline" for t in threading.enumerate()):
+            threading.Thread(target=stop.wait, name="d2k-test-baseline", daemon=True).start()
+        return torch.zeros(1)
+
+    def submission(*inputs):
+        return torch.zeros(1)
+
+    monkeypatch.setattr(timing, "timed_call", _stub_timed_call(lambda model, inputs: model()))
+    sent: list = []
+    cfg = {"phases": 1, "max_calls": 2, "budget_s": 60.0}
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: (submission, baseline, {"sub": 1, "ref": 1})
+    )
+    child.threads = honesty.live_python_threads()
+    try:
+        assert child.time_workload(WORKLOAD, _fake_flusher())
+        assert honesty.live_python_threads() - child.threads == set()
+    finally:
+        stop.set()
