@@ -118,8 +118,13 @@ def _draw(raw: Any, where: str) -> HiddenDraw:
     params = raw.get("params")
     if not isinstance(params, Mapping) or not params:
         raise HiddenDeclarationError(f"{where} needs a params table")
+    # By name: a declaration is the same whatever order its table's keys come in (a TOML
+    # writer or a JSON database may not keep it).
     rules = tuple(
-        _rule(str(name), value, f"{where}.params.{name}") for name, value in params.items()
+        sorted(
+            (_rule(str(name), value, f"{where}.params.{name}") for name, value in params.items()),
+            key=lambda rule: rule.name,
+        )
     )
     _dependency_order(rules, where)
     return HiddenDraw(params=rules, count=count)
