@@ -334,9 +334,14 @@ def _draw_one(rule: ParamRule, known: dict[str, Any], stream: _Stream, where: st
 
 def _number(bound: int | str | None, known: Mapping[str, Any], where: str) -> float:
     try:
-        return evaluate_formula(bound if bound is not None else 0, known)
+        value = evaluate_formula(bound if bound is not None else 0, known)
     except FormulaError as exc:
         raise HiddenDeclarationError(f"{where}: {exc}") from exc
+    except (TypeError, ValueError, ArithmeticError) as exc:  # a string in arithmetic, 1 / 0
+        raise HiddenDeclarationError(f"{where}: formula {bound!r} fails: {exc}") from exc
+    if not math.isfinite(value):
+        raise HiddenDeclarationError(f"{where}: formula {bound!r} is not a finite number")
+    return value
 
 
 def _satisfies(rule: ParamRule, value: int) -> bool:

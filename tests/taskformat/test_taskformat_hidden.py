@@ -112,6 +112,8 @@ def test_count_draws_that_many_workloads_named_by_number_in_each_mode():
             "a cycle",
         ),
         ({"cuda": [{"count": 33, "params": {"n": 1}}]}, "at most 32"),
+        ({"cuda": [{"params": {"d": "x", "n": {"min": 1, "max": "d * 2"}}}]}, "fails"),
+        ({"cuda": [{"params": {"n": {"min": 1, "max": "1 / 0"}}}]}, "fails"),
         ({"cuda": [{"params": {"n": [1, 2]}}]}, "a parameter is"),
     ],
 )
