@@ -9,6 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -30,11 +34,30 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(batch, seqlen, dim, dtype, width=4, **params):
+def get_inputs(batch, seqlen, dim, dtype, width=4, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(batch, seqlen, dim, dtype, width)
     dt = getattr(torch, dtype)
     # Activations from the block's input projection; conv weights at the scale
     # of a trained depthwise filter (fan-in = width) and a small bias.
     x = torch.randn(batch, seqlen, dim)
     weight = torch.randn(dim, width) / width**0.5
     bias = 0.1 * torch.randn(dim)
+    return [x.to(dt), weight.to(dt), bias.to(dt)]
+
+
+def _adversarial_inputs(batch, seqlen, dim, dtype, width):
+    # Channel gains from 1e-2 to 1e2 and a pulse at both ends of every
+    # sequence (the first and last steps 30 times larger): a kernel that
+    # reads before the start of a sequence or past its end, or mixes two
+    # sequences of the batch, picks up a pulse.
+    dt = getattr(torch, dtype)
+    gain = 10.0 ** (torch.rand(1, 1, dim) * 4.0 - 2.0)
+    x = torch.randn(batch, seqlen, dim) * gain
+    ends = (torch.arange(seqlen) == 0) | (torch.arange(seqlen) == seqlen - 1)
+    x = torch.where(ends[None, :, None], 30.0 * x, x)
+    weight = torch.randn(dim, width) / width**0.5
+    bias = torch.randn(dim) * gain[0, 0]
     return [x.to(dt), weight.to(dt), bias.to(dt)]

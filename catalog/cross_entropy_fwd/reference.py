@@ -4,6 +4,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 IGNORE_INDEX = -100
 
 
@@ -21,7 +25,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(tokens, vocab, dtype, strided=False, **params):
+def get_inputs(tokens, vocab, dtype, strided=False, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(tokens, vocab, dtype, strided)
     # Logits of spread 3 with a per-token shift in [-20, 80): the loss is
     # shift-invariant, but a kernel that exponentiates without subtracting the
     # row maximum overflows, and one that pads the vocab tail with 0 instead of
@@ -38,6 +46,38 @@ def get_inputs(tokens, vocab, dtype, strided=False, **params):
     if strided:
         # The logits of a vocabulary padded to a multiple of 128 (as Megatron
         # pads it), sliced back to the real vocab: a row stride above `vocab`.
+        padded = -(-vocab // 128) * 128 + 128
+        wide = torch.empty(tokens, padded, dtype=logits.dtype)
+        wide[:, vocab:] = 0.0
+        wide[:, :vocab] = logits
+        logits = wide[:, :vocab]
+    return [logits, targets]
+
+
+def _adversarial_inputs(tokens, vocab, dtype, strided):
+    # Per-token shifts over the whole stated range [-100, 100); odd tokens
+    # spread 25 to 40 (logits that span hundreds: exp of any logit but the
+    # maximum's neighbours underflows, and a shift by anything but the
+    # maximum overflows), even ones 0.01 to 10 (a nearly flat row: the loss is
+    # about log(vocab)); every fourth token is nearly certain (its target 40
+    # above the row maximum: a loss near 0).
+    shift = torch.rand(tokens, 1, dtype=torch.float32) * 200.0 - 100.0
+    rows = torch.arange(tokens)
+    wide = (rows % 2 == 1).unsqueeze(1)
+    spread = torch.where(
+        wide,
+        25.0 + 15.0 * torch.rand(tokens, 1, dtype=torch.float32),
+        10.0 ** (torch.rand(tokens, 1, dtype=torch.float32) * 3.0 - 2.0),
+    )
+    logits = torch.randn(tokens, vocab, dtype=torch.float32) * spread + shift
+    targets = torch.randint(0, vocab, (tokens,), dtype=torch.int64)
+    certain = rows % 4 == 0
+    logits[rows, targets] = torch.where(
+        certain, logits.max(dim=1).values + 40.0, logits[rows, targets]
+    )
+    targets = torch.where(torch.rand(tokens) < 0.1, torch.full_like(targets, IGNORE_INDEX), targets)
+    logits = logits.to(getattr(torch, dtype))
+    if strided:
         padded = -(-vocab // 128) * 128 + 128
         wide = torch.empty(tokens, padded, dtype=logits.dtype)
         wide[:, vocab:] = 0.0

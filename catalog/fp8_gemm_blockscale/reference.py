@@ -10,6 +10,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 GROUP = 128  # scale block along K (and along N for the weight)
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
 
@@ -45,7 +49,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(M, N, K, **params):
+def get_inputs(M, N, K, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(M, N, K)
     # Activations with log-normal channel gains (a few outlier channels, the
     # reason for fine-grained 1 x 128 scales), weights scaled by 1/sqrt(K),
     # both quantised as in DeepSeek-V3 training and inference.
@@ -55,4 +63,20 @@ def get_inputs(M, N, K, **params):
     b, b_scale = _quantize(w, GROUP, GROUP)
     # The fp8 values travel as their bit patterns (uint8): same bytes, and a
     # dtype every tensor operation supports.
+    return [a.view(torch.uint8), a_scale, b.view(torch.uint8), b_scale]
+
+
+def _adversarial_inputs(M, N, K):
+    # Scales over twelve orders of magnitude: every 1 x 128 group of a row of
+    # A has its own gain from 1e-4 to 1e2, every 128 x 128 block of B its own
+    # from 1e-3 to 1e3, so a scale applied to the wrong group, or once per
+    # tile that spans two groups, is off by orders of magnitude.
+    kb, nb = -(-K // GROUP), -(-N // GROUP)
+    a_gain = 10.0 ** (torch.rand(M, kb) * 6.0 - 4.0)
+    b_gain = 10.0 ** (torch.rand(nb, kb) * 6.0 - 3.0)
+    x = torch.randn(M, K) * a_gain.repeat_interleave(GROUP, dim=1)[:, :K]
+    w = torch.randn(N, K) * K**-0.5
+    w = w * b_gain.repeat_interleave(GROUP, dim=0).repeat_interleave(GROUP, dim=1)[:N, :K]
+    a, a_scale = _quantize(x, 1, GROUP)
+    b, b_scale = _quantize(w, GROUP, GROUP)
     return [a.view(torch.uint8), a_scale, b.view(torch.uint8), b_scale]

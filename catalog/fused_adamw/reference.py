@@ -14,6 +14,10 @@ import math
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float):
@@ -56,7 +60,11 @@ def _shapes(vocab, hidden, ffn, kv, layers):
     return shapes
 
 
-def get_inputs(vocab, hidden, ffn, kv, layers, **params):
+def get_inputs(vocab, hidden, ffn, kv, layers, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(vocab, hidden, ffn, kv, layers)
     shapes = _shapes(vocab, hidden, ffn, kv, layers)
     p, g, m, v = [], [], [], []
     for shape in shapes:
@@ -71,4 +79,28 @@ def get_inputs(vocab, hidden, ffn, kv, layers, **params):
         m.append(0.3 * scale * torch.randn(shape))
         v.append(scale * scale * (0.25 + torch.rand(shape)))
     step = int(torch.randint(1, 10001, ()).item())
+    return [step, *p, *g, *m, *v]
+
+
+def _adversarial_inputs(vocab, hidden, ffn, kv, layers):
+    # Gradient scales from 1e-12 to 3e-2 between tensors (v ~ g^2 from 1e-24,
+    # where sqrt(v) is far below eps and the update is m / eps, to 1e-3; an
+    # fp32 update of larger moments would round by more than the tolerance's
+    # 1e-8 on the values that cancel to near 0), one tensor in
+    # four with zero gradients and zero moments (the update is the weight
+    # decay alone), and an early step (2 to 10, large bias corrections).
+    shapes = _shapes(vocab, hidden, ffn, kv, layers)
+    p, g, m, v = [], [], [], []
+    for i, shape in enumerate(shapes):
+        scale = 10.0 ** (torch.rand(()).item() * 10.5 - 12.0)
+        if i % 4 == 3:
+            scale = 0.0
+        if len(shape) == 1:
+            p.append(1.0 + 0.05 * torch.randn(shape))
+        else:
+            p.append(0.02 * torch.randn(shape))
+        g.append(scale * torch.randn(shape))
+        m.append(0.3 * scale * torch.randn(shape))
+        v.append(scale * scale * (0.25 + torch.rand(shape)))
+    step = int(torch.randint(2, 11, ()).item())
     return [step, *p, *g, *m, *v]

@@ -4,6 +4,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -21,7 +25,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(M, N, K, dtype="bfloat16", **params):
+def get_inputs(M, N, K, dtype="bfloat16", dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(M, N, K, dtype)
     dt = getattr(torch, dtype)
     # Unit-scale activations, weights scaled by 1/sqrt(K) and a bias of 0.5
     # spread: pre-activations are about N(0, 1.1), so GELU is exercised on both
@@ -29,4 +37,17 @@ def get_inputs(M, N, K, dtype="bfloat16", **params):
     x = torch.randn(M, K, dtype=torch.float32).to(dt)
     w = (torch.randn(K, N, dtype=torch.float32) * K**-0.5).to(dt)
     bias = (torch.randn(N, dtype=torch.float32) * 0.5).to(dt)
+    return [x, w, bias]
+
+
+def _adversarial_inputs(M, N, K, dtype):
+    # Pre-activations from -12 to 12 (weights scaled by 1/sqrt(K) times a
+    # per-column gain of 1 to 8, and a bias of spread 3): GELU is exercised
+    # far into its saturation, where a form that divides by exp or takes
+    # x * sigmoid overflows or misses the tanh curve.
+    dt = getattr(torch, dtype)
+    x = torch.randn(M, K, dtype=torch.float32).to(dt)
+    gain = 1.0 + 7.0 * torch.rand(1, N)
+    w = (torch.randn(K, N, dtype=torch.float32) * K**-0.5 * gain).to(dt)
+    bias = (torch.randn(N, dtype=torch.float32) * 3.0).to(dt)
     return [x, w, bias]

@@ -3,6 +3,10 @@
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -44,7 +48,11 @@ def _power_law_draws(n: int, count: int, exponent: float) -> torch.Tensor:
     return torch.searchsorted(edges, draws, right=True)
 
 
-def get_inputs(experts, tokens, K, N, skew=0.5, dtype="bfloat16", **params):
+def get_inputs(experts, tokens, K, N, skew=0.5, dtype="bfloat16", dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(experts, tokens, K, N, dtype)
     dt = getattr(torch, dtype)
     # Router loads are uneven: expert popularity follows a power law
     # p(rank r) ~ r^-skew with the ranks shuffled over the experts, so a few
@@ -55,6 +63,17 @@ def get_inputs(experts, tokens, K, N, skew=0.5, dtype="bfloat16", **params):
     offsets = torch.zeros(experts + 1, dtype=torch.int32)
     offsets[1:] = torch.cumsum(counts, 0).to(torch.int32)
     # Unit-scale activations and weights scaled by 1/sqrt(K): every output is O(1).
+    x = torch.randn(tokens, K, dtype=torch.float32).to(dt)
+    w = (torch.randn(experts, K, N, dtype=torch.float32) * K**-0.5).to(dt)
+    return [x, w, offsets]
+
+
+def _adversarial_inputs(experts, tokens, K, N, dtype):
+    # Every routed row goes to one expert, the middle one: every other expert
+    # (before and after it) is empty, and one group is as long as the batch.
+    dt = getattr(torch, dtype)
+    offsets = torch.zeros(experts + 1, dtype=torch.int32)
+    offsets[experts // 2 + 1 :] = tokens
     x = torch.randn(tokens, K, dtype=torch.float32).to(dt)
     w = (torch.randn(experts, K, N, dtype=torch.float32) * K**-0.5).to(dt)
     return [x, w, offsets]

@@ -10,6 +10,10 @@ The reference computes in fp32 and rounds each output once to the input dtype.
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -39,7 +43,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(rows, cols, dtype, **params):
+def get_inputs(rows, cols, dtype, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(rows, cols, dtype)
     dt = getattr(torch, dtype)
     # Forward activations with a per-row offset and scale (a residual stream),
     # weight near its trained value, and the statistics the forward saved for
@@ -53,4 +61,21 @@ def get_inputs(rows, cols, dtype, **params):
     weight = (1.0 + 0.1 * torch.randn(cols)).to(dt)
     # Upstream gradient: unit scale (as after loss scaling), some rows larger.
     dy = (torch.randn(rows, cols) * (torch.rand(rows, 1) * 1.5 + 0.25)).to(dt)
+    return [dy, x, weight, mean, rstd]
+
+
+def _adversarial_inputs(rows, cols, dtype):
+    # Rows whose offset is 30 to 60 times their spread (spreads from 0.1 to
+    # 10): x_hat must come from x - mean, and the statistics are those the
+    # forward saves for exactly this x. dy spans 1e-3 to 1e3 from row to row.
+    dt = getattr(torch, dtype)
+    spread = 10.0 ** (torch.rand(rows, 1) * 2.0 - 1.0)
+    ratio = 10.0 ** (torch.rand(rows, 1) * 0.3 + 1.5)
+    sign = torch.where(torch.rand(rows, 1) < 0.5, -1.0, 1.0)
+    x = (torch.randn(rows, cols) * spread + sign * ratio * spread).to(dt)
+    x32 = x.float()
+    mean = x32.mean(dim=1)
+    rstd = torch.rsqrt(((x32 - mean[:, None]) ** 2).mean(dim=1) + 1e-5)
+    weight = (1.0 + 0.1 * torch.randn(cols)).to(dt)
+    dy = (torch.randn(rows, cols) * 10.0 ** (torch.rand(rows, 1) * 6.0 - 3.0)).to(dt)
     return [dy, x, weight, mean, rstd]

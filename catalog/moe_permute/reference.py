@@ -6,6 +6,10 @@ Outputs: the permuted rows, each slot's destination row, and the expert offsets.
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self, experts: int):
@@ -34,7 +38,11 @@ def get_init_inputs(experts, **params):
     return [experts]
 
 
-def get_inputs(tokens, top_k, experts, hidden, dtype="bfloat16", **params):
+def get_inputs(tokens, top_k, experts, hidden, dtype="bfloat16", dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(tokens, top_k, experts, hidden, dtype)
     x = torch.randn(tokens, hidden, dtype=torch.float32).to(getattr(torch, dtype))
     # A router with skewed expert popularity: per-expert log-normal bias plus
     # Gumbel noise, top-k without replacement (Gumbel-top-k samples the
@@ -44,3 +52,13 @@ def get_inputs(tokens, top_k, experts, hidden, dtype="bfloat16", **params):
     scores = bias - torch.log(-torch.log(u))
     topk_ids = scores.topk(top_k, dim=1).indices.to(torch.int32)
     return [x, topk_ids]
+
+
+def _adversarial_inputs(tokens, top_k, experts, hidden, dtype):
+    # Every token is routed to the same top_k experts, the last ones, in a
+    # random order per token: those experts take every slot and all the
+    # others are empty.
+    x = torch.randn(tokens, hidden, dtype=torch.float32).to(getattr(torch, dtype))
+    order = torch.rand(tokens, top_k).argsort(dim=1)
+    topk_ids = (experts - top_k + order).to(torch.int32)
+    return [x, topk_ids.contiguous()]

@@ -3,6 +3,10 @@
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -18,7 +22,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(dtype="float32", n=None, rows=None, cols=None, **params):
+def get_inputs(dtype="float32", n=None, rows=None, cols=None, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(dtype, (n,) if n is not None else (rows, cols))
     # 1-D workloads give `n`, row workloads give `rows` and `cols`.
     shape = (n,) if n is not None else (rows, cols)
     # Noisy positive increments (mean 1, a few percent negative), such as
@@ -26,3 +34,16 @@ def get_inputs(dtype="float32", n=None, rows=None, cols=None, **params):
     # which is where a careless fp32 accumulation loses the small terms.
     x = torch.randn(shape, dtype=torch.float32) * 0.5 + 1.0
     return [x.to(getattr(torch, dtype))]
+
+
+def _adversarial_inputs(dtype, shape):
+    # Increments of every magnitude: a per-row mean from 1e-3 to 1e3 with a
+    # relative spread of 0.5, and one element in a thousand a spike a
+    # thousand times the mean: after a spike the running sum's ulp is larger
+    # than many increments.
+    rows = shape[0] if len(shape) == 2 else 1
+    mean = 10.0 ** (torch.rand(rows, 1, dtype=torch.float32) * 6.0 - 3.0)
+    x = (torch.randn(rows, shape[-1], dtype=torch.float32) * 0.5 + 1.0) * mean
+    spike = torch.rand(rows, shape[-1]) < 1e-3
+    x = torch.where(spike, 1000.0 * mean, x)
+    return [x.reshape(shape).to(getattr(torch, dtype))]

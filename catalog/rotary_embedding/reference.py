@@ -8,6 +8,10 @@ For each token t with position p = positions[t], each head, and i < D/2:
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 MAX_POSITIONS = 8192
 ROPE_BASE = 10000.0
 
@@ -42,7 +46,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(tokens, heads, kv_heads, head_dim, dtype, **params):
+def get_inputs(tokens, heads, kv_heads, head_dim, dtype, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(tokens, heads, kv_heads, head_dim, dtype)
     dt = getattr(torch, dtype)
     # Tokens of a mixed prefill batch: any position in the cache is valid.
     positions = torch.randint(0, MAX_POSITIONS, (tokens,), dtype=torch.int64)
@@ -54,3 +62,24 @@ def get_inputs(tokens, heads, kv_heads, head_dim, dtype, **params):
     cos_cache = angles.cos().float()
     sin_cache = angles.sin().float()
     return [positions, q, k, cos_cache, sin_cache]
+
+
+def _adversarial_inputs(tokens, heads, kv_heads, head_dim, dtype):
+    # Positions at the ends of the cache (0 and MAX_POSITIONS - 1) and just
+    # inside them, repeated and in descending order, and q, k with
+    # per-token gains from 1e-2 to 1e2: the rotation angle is largest at the
+    # last position, where a table indexed past its end or an angle
+    # recomputed in low precision is furthest off.
+    dt = getattr(torch, dtype)
+    ends = torch.tensor([MAX_POSITIONS - 1, 0, MAX_POSITIONS - 2, 1], dtype=torch.int64)
+    positions = torch.where(
+        torch.arange(tokens) % 2 == 0,
+        ends[torch.randint(0, 4, (tokens,))],
+        torch.randint(0, MAX_POSITIONS, (tokens,)).sort(descending=True).values,
+    )
+    gain = 10.0 ** (torch.rand(tokens, 1, 1) * 4.0 - 2.0)
+    q = (torch.randn(tokens, heads, head_dim) * gain).to(dt)
+    k = (torch.randn(tokens, kv_heads, head_dim) * gain).to(dt)
+    inv_freq = 1.0 / (ROPE_BASE ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    angles = torch.outer(torch.arange(MAX_POSITIONS, dtype=torch.float64), inv_freq)
+    return [positions, q, k, angles.cos().float(), angles.sin().float()]

@@ -9,6 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 def _chunk_length(length: int) -> int:
     # About sqrt(L) steps inside a chunk and L / chunk chunks: the eager
@@ -73,7 +77,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(batch, dim, state, seqlen, **params):
+def get_inputs(batch, dim, state, seqlen, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(batch, dim, state, seqlen)
     bf16 = torch.bfloat16
     # Mamba's initialisation: A = -[1..state] per channel (S4D-real) with a
     # little spread; dt_bias puts softplus(dt_bias) log-uniformly in
@@ -83,6 +91,25 @@ def get_inputs(batch, dim, state, seqlen, **params):
     A = -(ranks[None, :] * torch.exp(0.1 * torch.randn(dim, state)))
     dt0 = torch.exp(torch.empty(dim).uniform_(math.log(1e-3), math.log(1e-1)))
     delta_bias = dt0 + torch.log(-torch.expm1(-dt0))  # inverse softplus
+    delta = (0.5 * torch.randn(batch, dim, seqlen)).to(bf16)
+    u = torch.randn(batch, dim, seqlen).to(bf16)
+    B = torch.randn(batch, state, seqlen).to(bf16)
+    C = torch.randn(batch, state, seqlen).to(bf16)
+    D = 1.0 + 0.1 * torch.randn(dim)
+    z = torch.randn(batch, dim, seqlen).to(bf16)
+    return [u, delta, A, B, C, D, z, delta_bias]
+
+
+def _adversarial_inputs(batch, dim, state, seqlen):
+    # Slow channels only: A = -[1..state] scaled down by 10 to 100 and
+    # softplus(dt_bias) log-uniform in [1e-4, 1e-3], so every per-step decay
+    # exp(dt A) lies within 0.01 of 1 and the state remembers the whole
+    # sequence: an error in carrying it from chunk to chunk never fades.
+    bf16 = torch.bfloat16
+    ranks = torch.arange(1, state + 1, dtype=torch.float32)
+    A = -(ranks[None, :] * 10.0 ** (-1.0 - torch.rand(dim, state)))
+    dt0 = torch.exp(torch.empty(dim).uniform_(math.log(1e-4), math.log(1e-3)))
+    delta_bias = dt0 + torch.log(-torch.expm1(-dt0))
     delta = (0.5 * torch.randn(batch, dim, seqlen)).to(bf16)
     u = torch.randn(batch, dim, seqlen).to(bf16)
     B = torch.randn(batch, state, seqlen).to(bf16)

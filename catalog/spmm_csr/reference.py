@@ -7,6 +7,10 @@ The reference multiplies in fp64 and rounds once to the dtype of B.
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -53,7 +57,11 @@ def _power_law_draws(n: int, count: int, exponent: float) -> torch.Tensor:
     return torch.searchsorted(edges, draws, right=True)
 
 
-def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, **params):
+def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(kind, rows, cols, n, dtype, nnz, band)
     dt = getattr(torch, dtype)
     if kind == "uniform":
         # Every entry equally likely: row lengths are Poisson around nnz / rows.
@@ -82,5 +90,33 @@ def get_inputs(kind, rows, cols, n, dtype, nnz=0, band=0, **params):
     crow = torch.zeros(rows + 1, dtype=torch.int64)
     crow[1:] = torch.cumsum(counts, dim=0)
     values = torch.randn(r.numel())
+    dense = torch.randn(cols, n)
+    return [crow, c.to(torch.int64).contiguous(), values.to(dt), dense.to(dt)]
+
+
+def _adversarial_inputs(kind, rows, cols, n, dtype, nnz, band):
+    # Half the nonzeros (banded kinds: as many as the band would hold) in one
+    # row, the last, and the rest spread uniformly over a random tenth of the
+    # other rows: nine rows in ten are empty and one row is as long as the
+    # whole remainder of the matrix.
+    if kind not in ("uniform", "powerlaw", "banded"):
+        raise ValueError(f"unknown sparsity kind {kind!r}")
+    dt = getattr(torch, dtype)
+    total = min(rows * (2 * band + 1), rows * cols) if kind == "banded" else nnz
+    long_count = (total + 1) // 2 if rows > 1 else total
+    short_rows = torch.randperm(max(rows - 1, 1))[: max((rows - 1) // 10, 1)]
+    r = torch.cat(
+        [
+            torch.full((long_count,), rows - 1, dtype=torch.int64),
+            short_rows[torch.randint(0, short_rows.numel(), (total - long_count,))],
+        ]
+    )
+    c = torch.randint(0, cols, (total,))
+    order = torch.argsort(r * cols + c)
+    r, c = r[order], c[order]
+    counts = torch.bincount(r, minlength=rows)
+    crow = torch.zeros(rows + 1, dtype=torch.int64)
+    crow[1:] = torch.cumsum(counts, dim=0)
+    values = torch.randn(total)
     dense = torch.randn(cols, n)
     return [crow, c.to(torch.int64).contiguous(), values.to(dt), dense.to(dt)]

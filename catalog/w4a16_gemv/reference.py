@@ -3,6 +3,10 @@
 import torch
 import torch.nn as nn
 
+# dist="default" draws the public inputs; "adversarial" (some hidden
+# workloads) draws them so that the hazards the statement names are real.
+DISTRIBUTIONS = ("default", "adversarial")
+
 GROUP = 128
 
 
@@ -29,7 +33,11 @@ def get_init_inputs(**params):
     return []
 
 
-def get_inputs(m, n, k, **params):
+def get_inputs(m, n, k, dist="default", **params):
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"unknown input distribution {dist!r}")
+    if dist == "adversarial":
+        return _adversarial_inputs(m, n, k)
     x = torch.randn(m, k, dtype=torch.float32).to(torch.bfloat16)
     q = torch.randint(0, 16, (n, k), dtype=torch.int64)
     shifts = torch.arange(0, 32, 4, dtype=torch.int64)
@@ -38,4 +46,23 @@ def get_inputs(m, n, k, **params):
     # Per-group scales as a symmetric quantiser of N(0, 0.02) weights would
     # set them (max |w| / 7.5), with a per-channel spread.
     scales = (torch.rand(n, k // GROUP, dtype=torch.float32) * 0.004 + 0.006).to(torch.bfloat16)
+    return [x, packed, scales]
+
+
+def _adversarial_inputs(m, n, k):
+    # Group scales over six orders of magnitude (1e-5 to 10, a scale applied
+    # to the wrong group is far off) and nibbles at the extremes: every
+    # fourth group all 0 (weight -8) or all 15 (weight 7), so the words are
+    # 0x00000000 and 0xFFFFFFFF (-1): the sign of the int32 word and the
+    # zero point matter on every one.
+    x = torch.randn(m, k, dtype=torch.float32).to(torch.bfloat16)
+    q = torch.randint(0, 16, (n, k), dtype=torch.int64)
+    group_kind = torch.randint(0, 4, (n, k // GROUP, 1)).expand(n, k // GROUP, GROUP).reshape(n, k)
+    q = torch.where(group_kind == 0, 0, torch.where(group_kind == 1, 15, q))
+    shifts = torch.arange(0, 32, 4, dtype=torch.int64)
+    packed = (q.view(n, k // 8, 8) << shifts).sum(dim=2)
+    packed = torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
+    scales = (10.0 ** (torch.rand(n, k // GROUP, dtype=torch.float32) * 6.0 - 5.0)).to(
+        torch.bfloat16
+    )
     return [x, packed, scales]
