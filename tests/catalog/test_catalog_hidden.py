@@ -46,7 +46,11 @@ def test_no_tracked_file_names_a_concrete_hidden_workload():
 
 
 def test_the_old_name_pattern_finds_what_task_toml_once_listed():
-    listed = ["hidden_bf16_" + "4097x3001", "check_hidden_fp32_" + "3x40000", "hidden_two_scalars"]
+    listed = [
+        "hidden_" + "bf16_4097x3001",
+        "check_hidden_" + "fp32_3x40000",
+        "hidden_two_" + "scalars",
+    ]
     drawn = ["hidden_1", "check_hidden_12", "hidden_declaration_parse", "hidden_draws"]
     assert all(re.search(OLD_HIDDEN_NAME, name) for name in listed)
     assert not any(re.search(OLD_HIDDEN_NAME, name) for name in drawn)
