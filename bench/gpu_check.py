@@ -34,7 +34,10 @@ prints the same tables.
 
 Runs the real evaluator (python -m evaluator check, one process per
 evaluation, as a worker does) and prints a table; the full verdicts go to
-DIR as JSON. Results in docs/ name the command and the GPU that produced them.
+DIR as JSON. The hidden workloads are drawn from D2K_HIDDEN_SEED, or, where
+it is not set, from a fresh throwaway secret of this call's (never printed):
+the kernels meet hidden workloads as on a deployment. Results in docs/ name
+the command and the GPU that produced them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import argparse
 import json
 import math
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -394,6 +398,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("D2K_HIDDEN_SEED", secrets.token_hex(32))
     if args.what == "collect":
         if len(args.items) != 1:
             parser.error("collect takes one folder: the D2K_GPU_VERDICTS of a pytest -m gpu run")

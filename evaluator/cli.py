@@ -6,16 +6,26 @@
 
 Exit status: 0 when a verdict was reached (whatever it is), 2 for a usage
 error (unknown task, missing file), with one line on stderr.
+
+The hidden workloads are drawn from the deployment's secret in the environment
+variable D2K_HIDDEN_SEED (taskformat.hidden). Without it, a check runs the
+public workloads only and says so; it never prints a hidden workload's
+parameters, and the verdict names hidden rows `hidden_N` / `check_hidden_N`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 USAGE_ERROR = 2
+HIDDEN_BY_SERVER = (
+    "hidden workloads: drawn by the server from its secret (D2K_HIDDEN_SEED is not set "
+    "here), so this check ran the public workloads only"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,9 +102,16 @@ def _check(args: argparse.Namespace) -> int:
         source = args.file.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         return _fail(f"{args.file} is not UTF-8 text")
+    from taskformat.hidden import SECRET_ENV, HiddenDeclarationError, task_with_hidden
+
+    # Out of this process's environment before anything is started: no process
+    # after this one (the sandboxed child, the profiler) inherits the secret.
+    secret = os.environ.pop(SECRET_ENV, "")
     try:
         task = load_task(find_task_dir(catalog, args.task))
-    except TaskPackageError as exc:
+        if secret:
+            task = task_with_hidden(task, secret=secret)
+    except (TaskPackageError, HiddenDeclarationError) as exc:
         return _fail(str(exc))
 
     from evaluator.harness.environment import resolve_mode
@@ -137,6 +154,8 @@ def _check(args: argparse.Namespace) -> int:
         print(json.dumps(verdict.to_dict(), default=str))
     else:
         _print_human(verdict)
+    if not secret and (task.hidden.cuda or task.hidden.interpret):
+        print(HIDDEN_BY_SERVER, file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -89,8 +89,9 @@ class NewTaskVersionForm(forms.ModelForm):
     """Measured content of a new version; workloads are edited as a JSON list."""
 
     workloads = forms.JSONField(
-        help_text=f"A list of workloads, each with {', '.join(WORKLOAD_FIELDS)} "
-        "(formulas win over numbers; role is timed, hidden or check)."
+        help_text=f"A list of the public workloads, each with {', '.join(WORKLOAD_FIELDS)} "
+        "(formulas win over numbers; role is timed or check, hidden is false). Hidden "
+        "workloads are drawn by each deployment from hidden_draws, never listed."
     )
 
     class Meta:

@@ -55,6 +55,14 @@ class TaskVersion(BaseModel):
     # are measured against, and aten ops beyond glue the task allows.
     baseline_source = models.TextField(blank=True, default="")
     allowed_ops = models.JSONField(default=list, blank=True)
+    # How the hidden workloads are drawn (task.toml's `hidden` table), never the
+    # workloads themselves: each deployment draws them from its own secret.
+    hidden_draws = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{"cuda": [{"count": 1, "params": {…}}], "interpret": […]} '
+        "(docs/task-format.md, Hidden workloads)",
+    )
 
     class Meta:
         ordering = ["task", "-number"]

@@ -22,6 +22,7 @@ from typing import Any
 from . import detectors
 from .counter_rules import CounterRuleError, counter_rule_validate
 from .formula import FormulaError, evaluate_formula
+from .hidden import HiddenDeclarationError, hidden_declaration_dict, hidden_declaration_parse
 from .spec import (
     COMPUTE_DTYPES,
     DEFAULT_COMPUTE_DTYPE,
@@ -48,10 +49,11 @@ MEASURED_FIELDS = (
     "workloads",
     "baseline_source",
     "allowed_ops",
+    "hidden_draws",
 )
 # Measured fields a package may leave out: hashed only when set, so a task
 # without them keeps the hash it had before they existed.
-OPTIONAL_FIELDS = ("baseline_source", "allowed_ops")
+OPTIONAL_FIELDS = ("baseline_source", "allowed_ops", "hidden_draws")
 WORKLOAD_FIELDS = (
     "name",
     "role",
@@ -66,7 +68,11 @@ WORKLOAD_FIELDS = (
 
 
 def measured_content(spec: TaskSpec) -> dict[str, Any]:
-    """The measured content of a task package, in the catalog database's field names."""
+    """The measured content of a task package, in the catalog database's field names.
+
+    The hidden workloads count by their declaration (`hidden_draws`), never by the
+    workloads a secret drew from it: every deployment measures the same version.
+    """
     return {
         "reference_source": spec.reference_source,
         "expert_source": spec.expert_source,
@@ -87,9 +93,11 @@ def measured_content(spec: TaskSpec) -> dict[str, Any]:
                 "compute_dtype": w.compute_dtype,
             }
             for w in spec.workloads
+            if not w.hidden
         ],
         "baseline_source": spec.baseline_source,
         "allowed_ops": list(spec.allowed_ops),
+        "hidden_draws": hidden_declaration_dict(spec.hidden),
     }
 
 
@@ -185,15 +193,8 @@ def load_task(path: Path) -> TaskSpec:
         meta.get("compute_dtype", DEFAULT_COMPUTE_DTYPE), str(path / "task.toml")
     )
     workloads = [
-        *(_workload(path, w, WorkloadRole.TIMED, compute, hidden=False) for w in need("workloads")),
-        *(
-            _workload(path, w, WorkloadRole.HIDDEN, compute, hidden=True)
-            for w in meta.get("hidden", [])
-        ),
-        *(
-            _workload(path, w, WorkloadRole.CHECK, compute, hidden=bool(w.get("hidden", False)))
-            for w in need("checks")
-        ),
+        *(_workload(path, w, WorkloadRole.TIMED, compute) for w in need("workloads")),
+        *(_workload(path, w, WorkloadRole.CHECK, compute) for w in need("checks")),
     ]
     names = [w.name for w in workloads]
     if len(names) != len(set(names)):
@@ -211,6 +212,10 @@ def load_task(path: Path) -> TaskSpec:
 
     properties = tuple(_property(path, p) for p in meta.get("properties", []))
     _check_dependencies(path, guidance, properties)
+    try:
+        hidden = hidden_declaration_parse(meta.get("hidden"))
+    except HiddenDeclarationError as exc:
+        raise TaskPackageError(f"{path / 'task.toml'}: {exc}") from exc
 
     return TaskSpec(
         slug=slug,
@@ -221,6 +226,7 @@ def load_task(path: Path) -> TaskSpec:
         forbidden_ops=tuple(meta.get("forbidden_ops", [])),
         allowed_ops=tuple(meta.get("allowed_ops", [])),
         workloads=tuple(workloads),
+        hidden=hidden,
         guidance=tuple(guidance),
         properties=properties,
         reference_source=_read(path, "reference.py"),
@@ -306,13 +312,20 @@ def _levels(path: Path, values: list[str]) -> tuple[Level, ...]:
 
 
 def _workload(
-    path: Path, raw: dict[str, Any], role: WorkloadRole, compute_dtype: str, *, hidden: bool
+    path: Path, raw: dict[str, Any], role: WorkloadRole, compute_dtype: str
 ) -> WorkloadSpec:
-    """One workload; `compute_dtype` is the task's, which the workload's own overrides."""
+    """One listed (public) workload; `compute_dtype` is the task's, which the workload's own
+    overrides."""
     try:
         name, params = raw["name"], dict(raw["params"])
     except KeyError as exc:
         raise TaskPackageError(f"{path}: a {role} workload lacks {exc.args[0]!r}") from exc
+    if "hidden" in raw:
+        raise TaskPackageError(
+            f"{path}: {role} workload {name} says `hidden`: every listed workload is public; "
+            "hidden ones are drawn from [[hidden.cuda]] and [[hidden.interpret]] "
+            "(docs/task-format.md)"
+        )
     flops_formula = str(raw.get("flops", "0"))
     bytes_formula = str(raw.get("bytes", "0"))
     try:
@@ -326,7 +339,6 @@ def _workload(
         name=name,
         role=role,
         params=params,
-        hidden=hidden,
         flops=flops,
         bytes=nbytes,
         flops_formula=flops_formula,

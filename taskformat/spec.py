@@ -29,9 +29,10 @@ class WorkloadRole(enum.StrEnum):
     """Which part of the protocol a workload takes part in.
 
     `timed`: the public, timed workloads of the benchmark (cuda mode).
-    `hidden`: correctness only, never shown to agents (cuda mode).
-    `check`: small shapes for Triton's CPU interpreter (interpret mode);
-    a check workload may itself be hidden.
+    `hidden`: correctness only, never shown to agents (cuda mode); drawn from
+    the task's `HiddenDeclaration` with a deployment's secret (taskformat.hidden).
+    `check`: small shapes for Triton's CPU interpreter (interpret mode); the
+    hidden check workloads are drawn the same way.
     """
 
     TIMED = "timed"
@@ -73,6 +74,53 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
+class ParamRule:
+    """How one parameter of a hidden workload is drawn (docs/task-format.md).
+
+    Exactly one form: a fixed `value`; one of `choice`; or an integer between
+    `low` and `high` (numbers, or formulas over the parameters drawn before
+    it), a multiple of `multiple_of` (a number or formula), never a multiple
+    of `not_multiple_of`, odd, or prime.
+    """
+
+    name: str
+    value: Any = None
+    choice: tuple[Any, ...] = ()
+    low: int | str | None = None
+    high: int | str | None = None
+    multiple_of: int | str | None = None
+    not_multiple_of: int | None = None
+    odd: bool = False
+    prime: bool = False
+
+    @property
+    def is_range(self) -> bool:
+        return self.low is not None
+
+
+@dataclass(frozen=True)
+class HiddenDraw:
+    """`count` hidden workloads drawn by the same rules."""
+
+    params: tuple[ParamRule, ...]
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class HiddenDeclaration:
+    """How a task's hidden workloads are drawn, per mode; never the workloads themselves."""
+
+    cuda: tuple[HiddenDraw, ...] = ()
+    interpret: tuple[HiddenDraw, ...] = ()
+
+    def draws_for(self, mode: Mode) -> tuple[HiddenDraw, ...]:
+        return self.interpret if mode is Mode.INTERPRET else self.cuda
+
+    def count(self, mode: Mode) -> int:
+        return sum(d.count for d in self.draws_for(mode))
+
+
+@dataclass(frozen=True)
 class GuidanceSpec:
     level: Level
     text: str
@@ -104,6 +152,9 @@ class TaskSpec:
     properties: tuple[PropertySpec, ...]
     reference_source: str
     expert_source: str
+    # How the hidden workloads are drawn; `workloads` holds drawn ones only
+    # after taskformat.hidden.task_with_hidden (never from a package on disk).
+    hidden: HiddenDeclaration = HiddenDeclaration()
     inplace: bool = False
     # Optional baseline.py: what speedups are measured against (its `Model`,
     # on reference.py's inputs) where the reference is not the fastest

@@ -176,6 +176,8 @@ D2K_QUOTA_UPLOADS_PER_DAY = env.int("D2K_QUOTA_UPLOADS_PER_DAY", default=200)
 D2K_QUOTA_QUEUED_EVALUATIONS = env.int("D2K_QUOTA_QUEUED_EVALUATIONS", default=60)
 # Passed to the evaluator process (the worker hands it nothing else of its own environment).
 D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
+# The deployment's secret the hidden workloads are drawn from (docs/settings.md).
+D2K_HIDDEN_SEED = env("D2K_HIDDEN_SEED", default="")
 D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")
 # Cuda mode: hardware counters of correct submissions (evaluator/harness/counters.py).
 D2K_EVALUATION_COUNTERS = env.bool("D2K_EVALUATION_COUNTERS", default=True)

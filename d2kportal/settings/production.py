@@ -34,6 +34,14 @@ if problem := secret_key_problem(SECRET_KEY):
     )
 if "D2K_DATABASE_URL" not in env.ENVIRON:
     raise ImproperlyConfigured("D2K_DATABASE_URL must be set in production.")
+HIDDEN_SEED_MIN_LENGTH = 32
+D2K_HIDDEN_SEED = env("D2K_HIDDEN_SEED", default="")
+if len(D2K_HIDDEN_SEED) < HIDDEN_SEED_MIN_LENGTH or len(set(D2K_HIDDEN_SEED)) < 5:
+    raise ImproperlyConfigured(
+        f"D2K_HIDDEN_SEED must be set to a random value of at least {HIDDEN_SEED_MIN_LENGTH} "
+        "characters, different from every other deployment's (it draws the hidden "
+        "workloads), e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`."
+    )
 
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (docs/operations.md).
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

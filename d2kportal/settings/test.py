@@ -8,6 +8,8 @@ from .base import *  # noqa: F403
 from .env import env
 
 DEBUG = False
+# The suite's own deployment secret: its evaluations draw hidden workloads like a deployment's.
+D2K_HIDDEN_SEED = env("D2K_HIDDEN_SEED", default="") or "d2k-test-suite-hidden-seed"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},

@@ -32,6 +32,8 @@ from evaluator.models import Evaluation, WorkloadResult
 from evaluator.services.worker import work_dir_prefix, work_dir_root
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
+from taskformat.hidden import SECRET_ENV, HiddenDeclarationError, hidden_declaration_parse
+from taskformat.spec import HiddenDeclaration, Mode
 
 logger = logging.getLogger("evaluator.services")
 
@@ -77,13 +79,20 @@ def evaluation_command(
 
 def evaluation_safety_timeout(*, evaluation: Evaluation) -> int:
     """Seconds after which the whole evaluator process group is killed."""
-    workloads = Workload.objects.filter(version_id=evaluation.submission.task_version_id)
+    version = evaluation.submission.task_version
+    workloads = Workload.objects.filter(version_id=version.pk)
     mode = settings.D2K_EVALUATOR_MODE
     if mode == "interpret":
         workloads = workloads.filter(role=Workload.Role.CHECK)
     elif mode == "cuda":
         workloads = workloads.exclude(role=Workload.Role.CHECK)
-    return settings.D2K_EVALUATOR_TIMEOUT * max(1, workloads.count()) + SAFETY_MARGIN_S
+    modes = [Mode(mode)] if mode in set(Mode) else list(Mode)
+    try:
+        declaration = hidden_declaration_parse(version.hidden_draws)
+    except HiddenDeclarationError:
+        declaration = HiddenDeclaration()  # the evaluator reports it; no time to add
+    count = workloads.count() + sum(declaration.count(m) for m in modes)
+    return settings.D2K_EVALUATOR_TIMEOUT * max(1, count) + SAFETY_MARGIN_S
 
 
 def evaluator_env(*, scratch: Path) -> dict[str, str]:
@@ -91,7 +100,10 @@ def evaluator_env(*, scratch: Path) -> dict[str, str]:
     anything that looks secret, plus the allow-listed evaluator settings.
 
     The settings travel by name from Django's settings (so `.env` reaches them too);
-    the evaluator's mode and timeout travel as command-line arguments. TMPDIR points
+    the evaluator's mode and timeout travel as command-line arguments. The deployment's
+    hidden-workload secret travels as D2K_HIDDEN_SEED: the evaluator's parent draws the
+    hidden workloads with it and drops it from its own environment before it starts
+    the sandboxed child. TMPDIR points
     into the evaluation's scratch folder, so whatever the evaluator leaves behind is
     removed with it, even when the worker is killed.
     """
@@ -102,6 +114,7 @@ def evaluator_env(*, scratch: Path) -> dict[str, str]:
         and not any(word in key.upper() for word in _ENV_DROP_WORDS)
     }
     env["D2K_SANDBOX"] = settings.D2K_SANDBOX
+    env[SECRET_ENV] = settings.D2K_HIDDEN_SEED
     if settings.D2K_EVALUATOR_CACHE:
         env["D2K_EVALUATOR_CACHE"] = str(settings.D2K_EVALUATOR_CACHE)
     env["TMPDIR"] = str(scratch)
@@ -110,6 +123,9 @@ def evaluator_env(*, scratch: Path) -> dict[str, str]:
 
 def verdict_from_cli(evaluation: Evaluation) -> Verdict:
     submission = evaluation.submission
+    if not settings.D2K_HIDDEN_SEED:
+        # Without it the evaluator would run the public workloads only: no verdict at all.
+        raise WorkerError("D2K_HIDDEN_SEED is not set: the hidden workloads cannot be drawn")
     safety = evaluation_safety_timeout(evaluation=evaluation)
     prefix = f"{work_dir_prefix()}eval{evaluation.pk}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=work_dir_root()) as tmp:

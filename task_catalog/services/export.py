@@ -32,12 +32,12 @@ def task_version_write_package(*, version: TaskVersion, directory: Path) -> Path
         "forbidden_ops": list(version.forbidden_ops),
         "tolerances": version.tolerances,
         "workloads": [_workload_toml(w) for w in workloads if w.role == Workload.Role.TIMED],
-        "hidden": [_workload_toml(w) for w in workloads if w.role == Workload.Role.HIDDEN],
+        # A version stored before hidden workloads were drawn may still list some: never
+        # written (the package format has no place for them).
         "checks": [
-            {**_workload_toml(w), "hidden": w.hidden}
-            for w in workloads
-            if w.role == Workload.Role.CHECK
+            _workload_toml(w) for w in workloads if w.role == Workload.Role.CHECK and not w.hidden
         ],
+        "hidden": version.hidden_draws,
         "guidance": {
             level: {"depends_on": list(guidance[level].depends_on)}
             for level in Level.values

@@ -18,6 +18,11 @@ from django.db import models, transaction
 from django.db.models import Max
 
 from taskformat.formula import FormulaError, evaluate_formula
+from taskformat.hidden import (
+    HiddenDeclarationError,
+    hidden_declaration_dict,
+    hidden_declaration_parse,
+)
 from taskformat.package import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
@@ -75,6 +80,7 @@ def _measured_from_version(version: TaskVersion) -> dict[str, Any]:
         ],
         "baseline_source": version.baseline_source,
         "allowed_ops": list(version.allowed_ops),
+        "hidden_draws": version.hidden_draws,
     }
 
 
@@ -87,12 +93,12 @@ def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
         name, role, params = str(raw["name"]), WorkloadRole(raw["role"]), dict(raw["params"])
     except (KeyError, ValueError, TypeError) as exc:
         raise ValidationError(f"workload {raw!r} needs a name, a valid role and params") from exc
-    out: dict[str, Any] = {
-        "name": name,
-        "role": str(role),
-        "hidden": True if role is WorkloadRole.HIDDEN else bool(raw.get("hidden", False)),
-        "params": params,
-    }
+    if role is WorkloadRole.HIDDEN or raw.get("hidden"):
+        raise ValidationError(
+            f"workload {name}: hidden workloads are not listed; they are drawn from the "
+            "version's hidden_draws by each deployment's secret"
+        )
+    out: dict[str, Any] = {"name": name, "role": str(role), "hidden": False, "params": params}
     for kind in ("flops", "bytes"):
         formula = str(raw.get(f"{kind}_formula") or "")
         try:
@@ -268,6 +274,7 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
             "workloads": [],
             "baseline_source": "",
             "allowed_ops": [],
+            "hidden_draws": {},
         }
     measured.update(measured_fields)
     if not isinstance(measured["workloads"], list | tuple):
@@ -282,6 +289,7 @@ def task_version_validate(*, task: Task, **measured_fields: Any) -> dict[str, An
         raise ValidationError("allowed_ops must be a list of aten op names")
     measured["allowed_ops"] = [str(op) for op in measured["allowed_ops"]]
     measured["baseline_source"] = str(measured["baseline_source"] or "")
+    measured["hidden_draws"] = _hidden_draws_normalize(measured["hidden_draws"])
     _tolerances_check(measured["tolerances"])
     names = [w["name"] for w in measured["workloads"]]
     if len(names) != len(set(names)):
@@ -295,7 +303,8 @@ def task_version_update(*, task: Task, **measured_fields: Any) -> TaskVersion:
     """Edit measured content: a changed hash makes a new current version.
 
     Fields not given are copied from the current version; `workloads` is a list
-    of dicts (name, role, hidden, params, flops/bytes or their formulas). Older
+    of dicts (name, role timed or check, params, flops/bytes or their formulas)
+    and `hidden_draws` the declaration the hidden workloads are drawn by. Older
     versions, and the submissions pointing at them, are never touched. The same
     content returns the current version unchanged.
     """
@@ -304,6 +313,14 @@ def task_version_update(*, task: Task, **measured_fields: Any) -> TaskVersion:
         measured = task_version_validate(task=task, **measured_fields)
         version, _ = _version_for(task, measured)
     return version
+
+
+def _hidden_draws_normalize(raw: Any) -> dict[str, Any]:
+    """The hidden-workload declaration in its stored form; ValidationError naming the fault."""
+    try:
+        return hidden_declaration_dict(hidden_declaration_parse(raw or {}))
+    except HiddenDeclarationError as exc:
+        raise ValidationError(f"hidden_draws: {exc}") from exc
 
 
 def _tolerances_check(tolerances: Any) -> None:

@@ -50,7 +50,7 @@ def h200_verdict() -> dict:
     ]
     checks = [
         workload_dict("check_bf16_8x256"),
-        workload_dict("check_hidden_fp32_3x40000", hidden=True),
+        workload_dict("check_hidden_2", hidden=True),
     ]
     return verdict_dict(
         workloads=checks + timed,

@@ -76,7 +76,7 @@ def test_a_new_user_watches_a_correct_and_an_incorrect_kernel_come_back(browser,
         status = upload_and_watch(page, source=no_tail)
         assert status in ("incorrect", "runtime_error"), status
         expect(page.locator("#evaluation")).to_contain_text("hidden workload")
-        assert "check_hidden_fp32_3x40000" not in page.content()
+        assert "check_hidden_2" not in page.content()
         pk = page.url.rstrip("/").rsplit("/", 1)[-1]
         evaluation = page.request.get(f"/api/submissions/{pk}/").json()["evaluation"]
         assert evaluation["status"] == status

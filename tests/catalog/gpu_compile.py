@@ -35,7 +35,8 @@ from triton.runtime import driver
 from triton.runtime.jit import JITFunction
 
 from evaluator.harness.workload import load_module
-from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR
+from tests.catalog.drawn import load_drawn
 
 CUDA = torch.device("cuda", 0)
 H200 = {"multi_processor_count": 132, "name": "NVIDIA H200", "major": 9, "minor": 0}
@@ -179,7 +180,7 @@ def as_on_an_h200():
 
 def compile_workloads(slug: str, expert_path: str = "", only: str = "") -> list[dict]:
     """The task's expert (or the file at expert_path) on every workload (or the one named only)."""
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     reference = load_module(str(DEFAULT_CATALOG_DIR / slug / "reference.py"), f"ref_{slug}")
     expert_path = expert_path or str(DEFAULT_CATALOG_DIR / slug / "expert.py")
     expert = load_module(expert_path, f"expert_{slug}")

@@ -16,7 +16,8 @@ import sys
 import torch
 
 from evaluator.harness.workload import load_module, make_inputs
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
+from tests.catalog.drawn import load_drawn
 
 SEED = 20251201
 
@@ -35,7 +36,7 @@ def fingerprint(value: object) -> object:
 def fingerprints(device: torch.device) -> dict[str, list]:
     prints: dict[str, list] = {}
     for path in iter_task_dirs(DEFAULT_CATALOG_DIR):
-        task = load_task(path)
+        task = load_drawn(path)
         reference = load_module(str(path / "reference.py"), f"d2k_prints_{task.slug}")
         for workload in task.workloads:
             inputs = make_inputs(reference, workload.params, SEED, device)

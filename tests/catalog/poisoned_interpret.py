@@ -28,8 +28,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from evaluator.harness.judge import _compare_all
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
-from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR
 from taskformat.spec import Mode
+from tests.catalog.drawn import load_drawn
 
 CPU = torch.device("cpu")
 aten = torch.ops.aten
@@ -63,7 +64,7 @@ class Poisoned(TorchDispatchMode):
 
 def run(slug: str, expert_path: str = "") -> list[dict[str, Any]]:
     """The task's expert (or the file at expert_path) on every check workload."""
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     reference = load_module(str(DEFAULT_CATALOG_DIR / slug / "reference.py"), f"ref_{slug}")
     expert_path = expert_path or str(DEFAULT_CATALOG_DIR / slug / "expert.py")
     expert = load_module(expert_path, f"expert_{slug}")

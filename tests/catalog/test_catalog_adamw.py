@@ -29,14 +29,14 @@ SPEC.loader.exec_module(BENCH)
 
 
 def test_an_honest_fp32_step_passes_on_2000_seeds_of_the_one_element_workload():
-    found = BENCH.failures(TASK, "check_hidden_two_scalars", range(2000))
+    found = BENCH.failures(TASK, BENCH.ONE_ELEMENT, range(2000))
     assert (found.seeds, found.by_output) == (0, {})
 
 
 def test_without_its_floor_the_same_steps_fail():
     tolerances = {dtype: dataclasses.replace(t, abs_l2=0.0) for dtype, t in TASK.tolerances.items()}
     unfloored = dataclasses.replace(TASK, tolerances=tolerances)
-    assert BENCH.failures(unfloored, "check_hidden_two_scalars", range(200)).seeds > 0
+    assert BENCH.failures(unfloored, BENCH.ONE_ELEMENT, range(200)).seeds > 0
 
 
 @pytest.mark.parametrize("workload", [w.name for w in TASK.workloads_for(Mode.INTERPRET)])

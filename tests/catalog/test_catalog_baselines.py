@@ -16,8 +16,9 @@ import torch
 
 from evaluator.harness.compare import compare_tensor, dtype_name
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
 from taskformat.spec import Mode, Tolerance
+from tests.catalog.drawn import load_drawn
 
 WITH_BASELINE = [
     p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR) if (p / "baseline.py").is_file()
@@ -90,7 +91,7 @@ def test_the_tasks_whose_reference_upcasts_or_loops_have_a_baseline():
 )
 def test_baseline_matches_the_reference_on_every_check_workload(slug):
     task_dir = DEFAULT_CATALOG_DIR / slug
-    task = load_task(task_dir)
+    task = load_drawn(task_dir)
     reference = load_module(str(task_dir / "reference.py"), f"d2k_test_reference_{slug}")
     baseline = load_module(str(task_dir / "baseline.py"), f"d2k_test_baseline_{slug}")
     for workload in task.workloads_for(Mode.INTERPRET):

@@ -12,7 +12,8 @@ version, so a pass here does not rule out a difference between the two.
 
 import pytest
 
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
+from tests.catalog.drawn import load_drawn
 from tests.catalog.script_lines import script_json_lines
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
@@ -26,7 +27,7 @@ def compile_task(slug: str, *args: str) -> list[dict]:
 @pytest.mark.parametrize("slug", TASKS)
 def test_every_kernel_the_expert_launches_compiles_for_sm90(slug):
     results = compile_task(slug)
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     assert [r["workload"] for r in results] == [w.name for w in task.workloads]
     failed = {r["workload"]: r["message"] for r in results if r["status"] != "ok"}
     assert failed == {}
@@ -41,7 +42,7 @@ def test_a_plain_float_global_the_interpreter_accepts_fails_to_compile(tmp_path)
     assert constexpr in source
     broken = tmp_path / "expert.py"
     broken.write_text(source.replace(constexpr, "LOG2E = 1.4426950408889634"))
-    task = load_task(DEFAULT_CATALOG_DIR / "selective_scan")
+    task = load_drawn("selective_scan")
     timed = next(w.name for w in task.workloads if w.role == "timed")
     [result] = compile_task("selective_scan", str(broken), timed)
     assert result["status"] == "error" and "LOG2E" in result["message"], result

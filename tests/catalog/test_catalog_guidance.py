@@ -3,6 +3,11 @@
 Agents read the statement and the guidance; hidden workloads (and hidden
 checks) exist to catch kernels fitted to the public shapes, so no text may
 name them, give their dimensions, the secret seeds or the tolerance numbers.
+The hidden workloads are those a test secret draws (tests/catalog/drawn.py).
+Their sizes are drawn per deployment, so a bare number in a text that equals
+one is a coincidence, not a leak: what is checked is a hidden workload's name,
+a hidden-only value given to its parameter (`cols = N`), the seeds and the
+tolerance numbers.
 """
 
 import math
@@ -10,14 +15,12 @@ import re
 
 import pytest
 
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
 from taskformat.spec import TaskSpec
+from tests.catalog.drawn import load_drawn
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]\d)")
-# A bare hidden-only number this large is a shape; smaller ones (warps, bytes,
-# stages) are everyday words and count only as `name = value` of their parameter.
-BARE_NUMBER_FLOOR = 100
 
 
 def _value(token: str) -> float | None:
@@ -60,12 +63,6 @@ def leaks(task: TaskSpec, text: str, *, guidance: bool) -> list[str]:
         if w.hidden and w.name in text:
             out.append(f"names hidden workload {w.name}")
     hidden = hidden_only(task)
-    # A statement states the contract's bounds ("k from 1 to 100"); guidance
-    # has no reason to print a hidden-only size at all.
-    bare = {v for values in hidden.values() for v in values if v >= BARE_NUMBER_FLOOR}
-    for m in NUMBER.finditer(text) if guidance else ():
-        if _value(m.group()) in bare:
-            out.append(f"hidden dimension {m.group()!r}: …{text[max(0, m.start() - 40) : m.end()]}")
     for key, values in hidden.items():
         for m in re.finditer(rf"`?\b{re.escape(key)}`?\s*(?:=|==|is)\s*`?(\d[\d,]*)", text):
             if _value(m.group(1)) in values:
@@ -87,7 +84,7 @@ def leaks(task: TaskSpec, text: str, *, guidance: bool) -> list[str]:
 
 @pytest.mark.parametrize("slug", TASKS)
 def test_guidance_gives_away_nothing_hidden(slug):
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     found = [
         f"{g.level}: {leak}" for g in task.guidance for leak in leaks(task, g.text, guidance=True)
     ]
@@ -96,16 +93,16 @@ def test_guidance_gives_away_nothing_hidden(slug):
 
 @pytest.mark.parametrize("slug", TASKS)
 def test_statement_names_no_hidden_workload_or_parameter_value(slug):
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     assert leaks(task, task.statement, guidance=False) == []
 
 
 def test_the_leak_check_finds_a_hidden_shape_a_name_a_seed_and_a_tolerance():
-    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    task = load_drawn("row_softmax")
     hidden = next(w for w in task.workloads if w.hidden and w.params.get("cols", 0) > 1000)
     cols = hidden.params["cols"]
     text = (
-        f"Rows of {cols} columns, see {hidden.name}; the seed is fixed; "
+        f"Rows of cols = {cols} columns, see {hidden.name}; the seed is fixed; "
         f"keep the error under {task.tolerances['bfloat16'].rtol:g}."
     )
     found = leaks(task, text, guidance=True)

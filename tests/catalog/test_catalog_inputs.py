@@ -21,8 +21,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from evaluator.harness.workload import load_module, make_inputs
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
 from taskformat.spec import Mode
+from tests.catalog.drawn import load_drawn
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
@@ -104,7 +105,7 @@ def nondeterministic_ops(reference, params: dict) -> list[str]:
 
 @pytest.mark.parametrize("slug", TASKS)
 def test_inputs_are_drawn_without_ops_whose_gpu_result_varies_between_runs(slug):
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     reference = load_module(str(DEFAULT_CATALOG_DIR / slug / "reference.py"), f"d2k_inputs_{slug}")
     for workload in task.workloads_for(Mode.INTERPRET):
         assert nondeterministic_ops(reference, workload.params) == [], workload.name

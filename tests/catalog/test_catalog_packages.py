@@ -2,6 +2,8 @@
 tested in test_catalog_detectors.py)."""
 
 import json
+import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.judge import speed_of_light_terms
+from taskformat.hidden import SECRET_ENV, task_with_hidden
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from taskformat.spec import Level, Mode, WorkloadRole
+from tests.catalog.drawn import TEST_SECRETS
 
 ROOT = Path(__file__).resolve().parents[2]
 NEGATIVES = ROOT / "tests" / "catalog" / "negatives"
@@ -61,9 +65,18 @@ def test_workloads_match_the_catalog_and_have_counts(task):
     timed = [w for w in task.workloads if w.role is WorkloadRole.TIMED]
     assert len(timed) == CATALOG_COUNTS[task.slug]
     assert all(w.flops >= 0 and w.bytes > 0 for w in timed)
-    assert any(w.role is WorkloadRole.HIDDEN for w in task.workloads)
-    checks = task.workloads_for(Mode.INTERPRET)
-    assert checks and any(w.hidden for w in checks) and any(not w.hidden for w in checks)
+    assert task.workloads_for(Mode.INTERPRET)
+    assert not any(w.hidden or w.role is WorkloadRole.HIDDEN for w in task.workloads)
+
+
+def test_hidden_workloads_are_declared_for_both_modes_with_an_adversarial_draw(task):
+    for mode in Mode:
+        draws = task.hidden.draws_for(mode)
+        assert task.hidden.count(mode) >= 2, mode
+        dists = [{r.name: r.value for r in d.params}.get("dist") for d in draws]
+        assert "adversarial" in dists, (mode, dists)
+    drawn = task_with_hidden(task, secret=TEST_SECRETS[0])
+    assert len([w for w in drawn.workloads if w.hidden]) == sum(map(task.hidden.count, Mode))
 
 
 def test_task_text_is_complete(task):
@@ -106,6 +119,11 @@ def test_two_to_five_properties_per_level(task):
         assert 2 <= count <= 5, f"{level}: {count} properties"
 
 
+# A fresh deployment's secret, drawn once per test run: the experts are correct on
+# whatever a deployment draws (the failure message gives the secret to reproduce it).
+FRESH_SECRET = secrets.token_hex(16)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", TASKS)
 def test_expert_is_correct_in_interpret_mode(slug):
@@ -125,6 +143,7 @@ def test_expert_is_correct_in_interpret_mode(slug):
             str(DEFAULT_CATALOG_DIR / slug / "expert.py"),
         ],
         cwd=ROOT,
+        env={**os.environ, SECRET_ENV: FRESH_SECRET},
         capture_output=True,
         text=True,
         timeout=900,
@@ -132,7 +151,12 @@ def test_expert_is_correct_in_interpret_mode(slug):
     )
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout)
-    assert verdict["status"] == "correct", (verdict["message"], verdict["log"][-2000:])
+    assert any(w["hidden"] for w in verdict["workloads"]), "no hidden workload was drawn"
+    assert verdict["status"] == "correct", (
+        f"{SECRET_ENV}={FRESH_SECRET}",
+        verdict["message"],
+        verdict["log"][-2000:],
+    )
 
 
 def _jit_functions_reading_plain_globals(source: str) -> list[str]:
@@ -239,7 +263,7 @@ def test_at_least_five_tasks_hide_a_strided_input_in_a_workload_and_a_check():
 
     strided = []
     for slug in TASKS:
-        spec = load_task(DEFAULT_CATALOG_DIR / slug)
+        spec = task_with_hidden(load_task(DEFAULT_CATALOG_DIR / slug), secret=TEST_SECRETS[0])
         hidden = [w for w in spec.workloads if w.role is WorkloadRole.HIDDEN]
         checks = [w for w in spec.workloads_for(Mode.INTERPRET) if w.hidden]
         if not any(w.params.get("strided") for w in hidden):

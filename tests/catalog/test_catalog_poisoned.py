@@ -10,8 +10,9 @@ full of NaN (or integer garbage) before a kernel sees it.
 
 import pytest
 
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
 from taskformat.spec import Mode
+from tests.catalog.drawn import load_drawn
 from tests.catalog.script_lines import script_json_lines
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
@@ -25,7 +26,7 @@ def run_poisoned(slug: str, *args: str) -> dict[str, dict]:
 @pytest.mark.parametrize("slug", TASKS)
 def test_expert_is_correct_on_every_check_workload_with_poisoned_allocations(slug):
     results = run_poisoned(slug)
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     assert list(results) == [w.name for w in task.workloads_for(Mode.INTERPRET)]
     wrong = {name: r["message"] for name, r in results.items() if r["status"] != "correct"}
     assert wrong == {}

@@ -17,8 +17,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from evaluator.harness.workload import load_module, make_inputs, make_model
-from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs
 from taskformat.spec import Mode
+from tests.catalog.drawn import load_drawn
 
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 CPU = torch.device("cpu")
@@ -67,7 +68,7 @@ class _ReducedPrecisionLibrary(TorchDispatchMode):
 
 @pytest.mark.parametrize("slug", TASKS)
 def test_reference_makes_no_low_precision_product_through_a_library(slug):
-    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    task = load_drawn(slug)
     reference = load_module(str(DEFAULT_CATALOG_DIR / slug / "reference.py"), f"d2k_ref_{slug}")
     for workload in task.workloads_for(Mode.INTERPRET):
         inputs = make_inputs(reference, workload.params, 1234, CPU)

@@ -13,12 +13,13 @@ import pytest
 import torch
 
 from evaluator.harness.workload import load_module, make_inputs
-from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.package import DEFAULT_CATALOG_DIR
 from taskformat.spec import Mode, WorkloadRole
+from tests.catalog.drawn import load_drawn
 
 SLUG = "spmm_csr"
 H200_SMS = 132
-TASK = load_task(DEFAULT_CATALOG_DIR / SLUG)
+TASK = load_drawn(SLUG)
 EXPERT = load_module(str(DEFAULT_CATALOG_DIR / SLUG / "expert.py"), "d2k_spmm_expert")
 REFERENCE = load_module(str(DEFAULT_CATALOG_DIR / SLUG / "reference.py"), "d2k_spmm_reference")
 

@@ -218,6 +218,20 @@ def test_production_refuses_a_placeholder_secret(secret):
     assert done.returncode != 0 and "D2K_SECRET_KEY" in done.stderr
 
 
+@pytest.mark.parametrize("seed", [None, "", "short-seed", "a" * 64])
+def test_production_refuses_to_start_without_a_hidden_seed(seed):
+    import secrets
+
+    environment = {
+        "D2K_SECRET_KEY": secrets.token_urlsafe(50),
+        "D2K_DATABASE_URL": "sqlite:////tmp/x.sqlite3",
+    }
+    if seed is not None:
+        environment["D2K_HIDDEN_SEED"] = seed
+    done = _settings_run("d2kportal.settings.production", environment)
+    assert done.returncode != 0 and "D2K_HIDDEN_SEED" in done.stderr
+
+
 def test_check_deploy_is_clean_with_a_real_secret():
     import secrets
 
@@ -229,6 +243,7 @@ def test_check_deploy_is_clean_with_a_real_secret():
             "DJANGO_SETTINGS_MODULE": "d2kportal.settings.production",
             "D2K_SECRET_KEY": secrets.token_urlsafe(50),
             "D2K_DATABASE_URL": "sqlite:////tmp/x.sqlite3",
+            "D2K_HIDDEN_SEED": secrets.token_hex(32),
         },
         capture_output=True,
         text=True,

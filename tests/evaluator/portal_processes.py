@@ -139,6 +139,8 @@ class Portal:
             "D2K_EVALUATOR_MODE": "interpret",
             "D2K_WORK_DIR": str(directory / "work"),
             "D2K_SCENARIO_MARKER": self.marker,
+            # The portal's own deployment secret: its evaluations draw hidden workloads.
+            "D2K_HIDDEN_SEED": f"d2k-scenario-secret-{self.marker}",
             "PYTHONUNBUFFERED": "1",
             **settings,
         }

@@ -16,6 +16,7 @@ import torch
 
 from evaluator.harness.orchestrate import evaluate
 from evaluator.harness.spec import Status
+from taskformat.hidden import task_with_hidden
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode
 
@@ -26,7 +27,7 @@ pytestmark = [
 
 
 def test_the_row_softmax_expert_moves_about_its_minimum_bytes():
-    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    task = task_with_hidden(load_task(DEFAULT_CATALOG_DIR / "row_softmax"), secret="gpu-counters")
     source = (DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py").read_text()
     verdict = evaluate(task=task, source=source, mode=Mode.CUDA, timeout_s=300)
     assert verdict.status is Status.CORRECT, verdict.message
@@ -43,4 +44,5 @@ def test_the_row_softmax_expert_moves_about_its_minimum_bytes():
         assert c["kernels"] >= 1 and c["tool"].startswith("ncu ")
         # A softmax has no matrix product: no tensor-core instruction.
         assert c["tensor_share"] is not None and c["tensor_share"] < 0.01, (w.name, c)
-    assert all(w.counters is None for w in verdict.workloads if w.hidden)
+    hidden = [w for w in verdict.workloads if w.hidden]
+    assert hidden and all(w.counters is None for w in hidden)

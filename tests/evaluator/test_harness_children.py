@@ -109,11 +109,11 @@ def test_the_public_log_is_what_the_pipe_held_at_the_mark():
     log.attach(read_fd)
     os.write(write_fd, b"before the mark\n")
     assert log.mark() == len(b"before the mark\n")  # read at the mark, whatever the thread did
-    os.write(write_fd, b"after the mark: hidden_fp32_333x70001\n")
+    os.write(write_fd, b"after the mark: the drawn shape 333x70001\n")
     os.close(write_fd)
     log.close()
     assert log.public() == "before the mark\n"
-    assert log.text() == "before the mark\nafter the mark: hidden_fp32_333x70001\n"
+    assert log.text() == "before the mark\nafter the mark: the drawn shape 333x70001\n"
 
 
 def test_a_long_log_keeps_its_head_and_tail_and_says_how_much_was_cut():

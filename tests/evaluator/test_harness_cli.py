@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from taskformat.hidden import SECRET_ENV, task_with_hidden
 from taskformat.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
     measured_content,
     measured_content_hash,
 )
-from taskformat.spec import Mode
+from taskformat.spec import Mode, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
@@ -25,10 +26,20 @@ NO_TAIL = ROOT / "tests" / "exploits" / "kernels" / "14_fixed_block_no_tail.py"
 pytestmark = pytest.mark.slow
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+# This file's deployment secret: the CLI draws the hidden workloads with it, as a worker's does.
+SECRET = "d2k-test-harness-cli-secret"
+
+
+def run_cli(
+    *args: str, timeout: float = 300, secret: str | None = SECRET
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
+    if secret is not None:
+        env[SECRET_ENV] = secret
     return subprocess.run(
         [sys.executable, "-m", "evaluator", *args],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -42,6 +53,10 @@ def check(path: Path, *extra: str) -> dict:
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def drawn_row_softmax(secret: str = SECRET) -> TaskSpec:
+    return task_with_hidden(load_task(DEFAULT_CATALOG_DIR / "row_softmax"), secret=secret)
 
 
 def processes_with(marker: str) -> list[str]:
@@ -61,9 +76,14 @@ def test_expert_is_correct_with_the_full_verdict_shape():
     verdict = check(EXPERT)
     assert verdict["status"] == "correct", verdict["message"]
     assert set(verdict) >= {"status", "message", "flags", "workloads", "environment", "log"}
-    checks = load_task(DEFAULT_CATALOG_DIR / "row_softmax").workloads_for(Mode.INTERPRET)
+    checks = drawn_row_softmax().workloads_for(Mode.INTERPRET)
+    assert [w["name"] for w in verdict["workloads"]] == [w.name for w in checks]
     assert [w["status"] for w in verdict["workloads"]] == ["correct"] * len(checks)
     assert any(w["hidden"] for w in verdict["workloads"])
+    # Hidden rows are named by number and carry no parameters.
+    hidden = [w for w in verdict["workloads"] if w["hidden"]]
+    assert [w["name"] for w in hidden] == [f"check_hidden_{i}" for i in range(1, len(hidden) + 1)]
+    assert not any("params" in w for w in verdict["workloads"])
     assert verdict["environment"]["mode"] == "interpret"
     assert verdict["environment"]["comparable"] is False
     # Interpret mode times nothing: only the child ran (no clean reference, no counters).
@@ -81,13 +101,41 @@ def test_expert_is_correct_with_the_full_verdict_shape():
 def test_kernel_that_drops_the_row_tail_fails_on_the_hidden_shape_named_for_staff_only():
     verdict = check(NO_TAIL)
     assert verdict["status"] in ("incorrect", "runtime_error")
-    # The owner's message says a hidden workload failed, not which one (its
-    # name carries its shape); the workload's row, shown to staff, says.
+    # The owner's message says a hidden workload failed, not which one nor its
+    # shape; the workload's row, shown to staff, says which.
     assert "hidden workload" in verdict["message"]
-    assert "3x40000" not in verdict["message"] and "40000" not in verdict["message"]
+    # The first interpret draw has rows of a prime number of columns: no block divides them.
+    [long_rows] = [w for w in drawn_row_softmax().workloads if w.name == "check_hidden_1"]
+    assert str(long_rows.params["cols"]) not in verdict["message"]
     rows = {w["name"]: w for w in verdict["workloads"]}
-    assert rows["check_hidden_fp32_3x40000"]["status"] != "correct"
-    assert rows["check_hidden_fp32_3x40000"]["hidden"] is True
+    assert rows["check_hidden_1"]["status"] != "correct"
+    assert rows["check_hidden_1"]["hidden"] is True
+
+
+def test_without_a_secret_the_cli_runs_the_public_workloads_and_says_so():
+    proc = run_cli(
+        "check", "--task", "row_softmax", "--mode", "interpret", str(EXPERT), secret=None
+    )
+    assert proc.returncode == 0, proc.stderr
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    public = [w.name for w in task.workloads_for(Mode.INTERPRET)]
+    assert f"correct on all {len(public)} workloads" in proc.stdout
+    assert "hidden workloads: drawn by the server" in proc.stdout
+    assert "check_hidden" not in proc.stdout
+    # No parameters of what any secret would draw: the drawn numbers appear nowhere.
+    for secret in (SECRET, "another-deployment"):
+        for w in drawn_row_softmax(secret).workloads:
+            if w.hidden and w.params["cols"] >= 100:
+                assert f"{w.params['rows']}x{w.params['cols']}" not in proc.stdout
+                assert str(w.params["cols"]) not in proc.stdout
+
+    as_json = run_cli(
+        "check", "--task", "row_softmax", "--mode", "interpret", "--json", str(EXPERT), secret=None
+    )
+    verdict = json.loads(as_json.stdout)
+    assert [w["name"] for w in verdict["workloads"]] == public
+    assert not any(w["hidden"] for w in verdict["workloads"])
+    assert "hidden workloads: drawn by the server" in as_json.stderr
 
 
 def test_syntax_error_is_a_compile_error_with_its_line(tmp_path):

@@ -105,6 +105,8 @@ def test_cli_gets_the_pinned_package_and_the_source_with_a_scrubbed_env(
     assert Path(call["cwd"]) == Path(settings.BASE_DIR)
     assert "D2K_SECRET_KEY" not in call["env"]
     assert "AWS_SECRET_ACCESS_KEY" not in call["env"]
+    # The one secret the evaluator gets: the deployment's, to draw the hidden workloads.
+    assert call["env"]["D2K_HIDDEN_SEED"] == settings.D2K_HIDDEN_SEED
     assert "PATH" in call["env"]
     assert not Path(argv[6]).exists(), "the temporary package is removed afterwards"
 
@@ -297,6 +299,35 @@ def test_safety_timeout_scales_with_the_workloads_of_the_mode(
     assert evaluation_safety_timeout(evaluation=evaluation) == expected
 
 
+@pytest.mark.parametrize(
+    ("mode", "workloads"), [("interpret", 2 + 3), ("cuda", 1 + 2), ("auto", 8)]
+)
+def test_safety_timeout_counts_the_hidden_workloads_the_version_draws(
+    evaluation, settings, mode, workloads
+):
+    version = evaluation.submission.task_version
+    version.hidden_draws = {
+        "cuda": [{"count": 2, "params": {"rows": 1}}],
+        "interpret": [{"count": 3, "params": {"rows": 1}}],
+    }
+    version.save()
+    settings.D2K_EVALUATOR_MODE = mode
+    settings.D2K_EVALUATOR_TIMEOUT = 100
+    expected = 100 * workloads + runner.SAFETY_MARGIN_S
+    assert evaluation_safety_timeout(evaluation=evaluation) == expected
+
+
+def test_without_a_hidden_seed_the_worker_never_starts_the_evaluator(
+    fake_cli, evaluation, settings
+):
+    settings.D2K_HIDDEN_SEED = ""
+    evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.WORKER_ERROR
+    assert "D2K_HIDDEN_SEED is not set" in evaluation.message
+    assert fake_cli.calls == []
+
+
 def test_a_missing_evaluator_executable_is_a_worker_error(evaluation, settings):
     settings.D2K_EVALUATOR_PYTHON = "/nonexistent/python"
     evaluation_run(evaluation_id=evaluation.pk, requeue=False)
@@ -441,10 +472,13 @@ def test_real_cli_the_expert_is_correct(row_softmax):
     assert evaluation.status == EvaluationStatus.CORRECT, evaluation.message
     assert evaluation.mode == "interpret"
     # One result per check workload of row_softmax's package in interpret mode.
+    from taskformat.hidden import task_with_hidden
     from taskformat.package import DEFAULT_CATALOG_DIR, load_task
     from taskformat.spec import Mode
 
-    checks = load_task(DEFAULT_CATALOG_DIR / "row_softmax").workloads_for(Mode.INTERPRET)
+    # The suite's deployment secret drew the hidden check workloads (test settings).
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    checks = task_with_hidden(task, secret=settings.D2K_HIDDEN_SEED).workloads_for(Mode.INTERPRET)
     assert evaluation.results.count() == len(checks) >= 4
     assert set(evaluation.results.values_list("status", flat=True)) == {"correct"}
 

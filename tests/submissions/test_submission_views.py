@@ -123,7 +123,7 @@ def finished(user):
         submission__source="def f():\n    return '<b>'\n",
         status="incorrect",
         mode="cuda",
-        message="incorrect on hidden_fp32_333x70001 and bf16_8192x1024",
+        message="incorrect on hidden_3 and bf16_8192x1024",
         environment={
             "device": "NVIDIA H200",
             "torch": "2.13.0",
@@ -134,7 +134,7 @@ def finished(user):
                 "note": "<i>",
             },
         },
-        log="<script>alert(1)</script> hidden_fp32_333x70001 failed",
+        log="<script>alert(1)</script> hidden_3 failed",
         public_log="<script>alert(1)</script> public part",
         flags=[],
     )
@@ -151,7 +151,7 @@ def finished(user):
     )
     WorkloadResultFactory(
         evaluation=evaluation,
-        name="hidden_fp32_333x70001",
+        name="hidden_3",
         role="hidden",
         hidden=True,
         status="incorrect",
@@ -205,7 +205,7 @@ def test_detail_says_when_timed_calls_were_queued_slower_than_their_cover(client
 
 def test_detail_hides_hidden_workload_names_from_non_staff(client, finished):
     body = _detail(client, finished.submission).content.decode()
-    assert "hidden_fp32_333x70001" not in body
+    assert "hidden_3" not in body
     assert "hidden workload 1" in body
     assert "wrong at row 332" not in body
 
@@ -213,7 +213,7 @@ def test_detail_hides_hidden_workload_names_from_non_staff(client, finished):
 def test_detail_shows_hidden_workloads_to_staff(client, finished):
     client.force_login(UserFactory(is_staff=True))
     body = _detail(client, finished.submission).content.decode()
-    assert "hidden_fp32_333x70001" in body
+    assert "hidden_3" in body
     assert "wrong at row 332" in body
 
 

@@ -50,7 +50,8 @@ def test_new_version_form_is_prefilled_from_the_current_version(admin_client, ta
     url = reverse("admin:task_catalog_taskversion_add") + f"?task={task.pk}"
     response = admin_client.get(url)
     assert response.status_code == 200
-    assert b"hidden_fp32_1x1" in response.content  # workloads JSON
+    assert b"check_fp32_4x1000" in response.content  # workloads JSON
+    assert b"not_multiple_of" in response.content  # the hidden workloads' declaration
 
 
 @pytest.fixture
@@ -135,6 +136,7 @@ def new_version_data(task: Task, **changes) -> dict:
         "forbidden_ops": json.dumps(version.forbidden_ops),
         "inplace": "",
         "seeds": version.seeds,
+        "hidden_draws": json.dumps(version.hidden_draws),
         "workloads": json.dumps(
             [
                 {
@@ -168,6 +170,50 @@ def test_new_version_form_makes_a_new_version_through_the_service(admin_client, 
     task.refresh_from_db()
     assert task.current_version.number == 2
     assert task.current_version.workloads.count() == old.workloads.count()
+
+
+def test_a_changed_hidden_declaration_makes_a_new_version(admin_client, task):
+    old = task.current_version
+    draws = {**old.hidden_draws, "interpret": old.hidden_draws["interpret"][:1]}
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        new_version_data(task, hidden_draws=json.dumps(draws)),
+    )
+    assert response.status_code == 302
+    task.refresh_from_db()
+    assert task.current_version.number == 2
+    assert task.current_version.hidden_draws["interpret"] == draws["interpret"]
+
+
+@pytest.mark.parametrize(
+    "draws, message",
+    [
+        ({"cuda": [{"params": {"rows": {"min": 5, "max": 1}}}]}, b"between 5 and 1"),
+        ({"gpu": []}, b"unknown keys"),
+        ([{"name": "h", "params": {"rows": 3}}], b"not part of a package"),
+    ],
+)
+def test_new_version_form_reports_a_bad_hidden_declaration(admin_client, task, draws, message):
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        new_version_data(task, hidden_draws=json.dumps(draws)),
+    )
+    assert response.status_code == 200
+    assert message in response.content
+    assert TaskVersion.objects.count() == 1
+
+
+def test_new_version_form_refuses_a_listed_hidden_workload(admin_client, task):
+    version = task.current_version
+    listed = [{"name": w.name, "role": w.role, "params": w.params} for w in version.workloads.all()]
+    listed.append({"name": "h", "role": "hidden", "params": {"rows": 3, "cols": 5}})
+    response = admin_client.post(
+        reverse("admin:task_catalog_taskversion_add"),
+        new_version_data(task, workloads=json.dumps(listed)),
+    )
+    assert response.status_code == 200
+    assert b"drawn from the version" in response.content
+    assert TaskVersion.objects.count() == 1
 
 
 def test_new_version_form_reports_invalid_content(admin_client, task):

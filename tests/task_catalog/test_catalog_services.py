@@ -14,6 +14,7 @@ from task_catalog.services import (
     task_version_update,
     task_version_write_package,
 )
+from taskformat.hidden import hidden_declaration_dict
 from taskformat.package import (
     DEFAULT_CATALOG_DIR,
     TaskPackageError,
@@ -49,8 +50,11 @@ def test_load_creates_task_version_workloads_guidance_and_properties(catalog):
     assert version.reference_source == spec.reference_source
     assert version.tolerances["bfloat16"] == {"atol": 1e-3, "rtol": 1.6e-2, "rel_l2": 8e-3}
     assert [w.name for w in version.workloads.all()] == [w.name for w in spec.workloads]
-    hidden = version.workloads.get(name="hidden_fp32_1x1")
-    assert (hidden.role, hidden.hidden) == (Workload.Role.HIDDEN, True)
+    # The hidden workloads are stored as their declaration, never as workloads.
+    assert not version.workloads.filter(hidden=True).exists()
+    assert not version.workloads.filter(role=Workload.Role.HIDDEN).exists()
+    assert version.hidden_draws == hidden_declaration_dict(spec.hidden)
+    assert version.hidden_draws["cuda"] and version.hidden_draws["interpret"]
     assert version.workloads.get(name="bf16_16384x1024").bytes == 2 * 16384 * 1024 * 2
     assert sorted(g.level for g in task.guidance.all()) == ["L1", "L2", "L3"]
     assert task.guidance.get(level="L3").depends_on == ["L1", "L2"]
@@ -278,14 +282,56 @@ def test_version_update_computes_workload_counts_from_formulas(catalog):
             "flops_formula": "5 * rows * cols",
             "bytes_formula": "2 * rows * cols * esize",
         },
-        {"name": "h", "role": "hidden", "params": {"rows": 1, "cols": 1, "dtype": "float32"}},
+        {"name": "c", "role": "check", "params": {"rows": 1, "cols": 1, "dtype": "float32"}},
     ]
 
     version = task_version_update(task=task, workloads=workloads)
 
-    one, hidden = version.workloads.all()
+    one, check = version.workloads.all()
     assert (one.flops, one.bytes) == (30.0, 48.0)
-    assert hidden.hidden is True
+    assert check.hidden is False
+
+
+@pytest.mark.parametrize(
+    "workload",
+    [
+        {"name": "h", "role": "hidden", "params": {"rows": 7, "cols": 9, "dtype": "float32"}},
+        {"name": "c", "role": "check", "hidden": True, "params": {"rows": 7, "cols": 9}},
+    ],
+)
+def test_a_listed_hidden_workload_is_refused(catalog, workload):
+    load(catalog)
+    task = Task.objects.get()
+    with pytest.raises(ValidationError, match="drawn from the version's hidden_draws"):
+        task_version_update(task=task, workloads=[workload])
+
+
+def test_a_changed_hidden_declaration_is_a_new_version_and_exports_back(catalog, tmp_path):
+    load(catalog)
+    task = Task.objects.get()
+    old = task.current_version
+    draws = {"interpret": [{"count": 2, "params": {"rows": {"min": 2, "max": 5}, "cols": 77}}]}
+
+    version = task_version_update(task=task, hidden_draws=draws)
+
+    assert version.number == old.number + 1
+    assert version.hidden_draws == {
+        "interpret": [{"count": 2, "params": draws["interpret"][0]["params"]}]
+    }
+    folder = task_version_write_package(version=version, directory=tmp_path / "out")
+    spec = load_task(folder)
+    assert hidden_declaration_dict(spec.hidden) == version.hidden_draws
+    assert measured_content_hash(measured_content(spec)) == version.content_hash
+    # The same declaration again is the same version.
+    assert task_version_update(task=task, hidden_draws=draws) == version
+
+
+def test_a_bad_hidden_declaration_is_a_validation_error_naming_the_parameter(catalog):
+    load(catalog)
+    task = Task.objects.get()
+    draws = {"cuda": [{"params": {"cols": {"min": 24, "max": 28, "prime": True}}}]}
+    with pytest.raises(ValidationError, match=r"hidden\.cuda\[0\]\.params\.cols"):
+        task_version_update(task=task, hidden_draws=draws)
 
 
 @pytest.mark.parametrize(
