@@ -146,7 +146,9 @@ def _task_speedup(evaluation: Evaluation) -> float | None:
     """Geometric mean of the timed workloads' speedups, for a correct evaluation only."""
     if evaluation.status != "correct":
         return None
-    speedups = [r.speedup for r in evaluation.results.all() if r.speedup and r.speedup > 0]
+    speedups = [
+        r.speedup for r in evaluation.results.all() if r.speedup and r.speedup > 0 and not r.hidden
+    ]
     if not speedups:
         return None
     return math.exp(sum(math.log(s) for s in speedups) / len(speedups))

@@ -157,3 +157,21 @@ def test_deleting_a_run_deletes_its_trace_files(
     with django_capture_on_commit_callbacks(execute=True):
         run.delete()
     assert not default_storage.exists(name)
+
+
+@pytest.mark.django_db
+def test_a_run_s_task_speedup_leaves_hidden_workloads_out():
+    # A hidden row's figures reach staff only; the task's speedup on the run page,
+    # which everyone sees, is over the public timed workloads alone.
+    from runs.selectors import run_detail
+    from tests.factories import WorkloadResultFactory
+
+    run = RunFactory(is_public=True)
+    submission = SubmissionFactory(run=run, owner=run.owner)
+    evaluation = EvaluationFactory(submission=submission)
+    WorkloadResultFactory(evaluation=evaluation, median_ms=1.0, ref_median_ms=2.0)
+    WorkloadResultFactory(
+        evaluation=evaluation, role="hidden", hidden=True, median_ms=1.0, ref_median_ms=32.0
+    )
+    [row] = run_detail(run=run, user=run.owner).rows
+    assert row.mine.speedup == pytest.approx(2.0)
