@@ -183,18 +183,8 @@ class Child(Timing):
             call = self._invoke(model, inputs, recorder=recorder)
             self.sync()
             call_ms = (_perf_counter() - t0) * 1e3
-        except (honesty.Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
-            self._report_refusal(exc, name)
-            return False
         except BaseException as exc:
-            self.chan.send(
-                "error",
-                kind=classify(exc),
-                phase="correctness",
-                workload=name,
-                message=describe(exc),
-            )
-            traceback.print_exc()
+            self._report_failure(exc, "correctness", name)
             return False
         mutated = []
         if not self.job.inplace:
@@ -218,6 +208,16 @@ class Child(Timing):
             host_ms=call_ms,
         )
         return True
+
+    def _report_failure(self, exc: BaseException, phase: str, workload: str) -> None:
+        """What ended a step: a call the harness refused to read, or the submission's error."""
+        if isinstance(exc, honesty.Tampered | outputs.UnreadableOutput | outputs.ModeLeftPushed):
+            self._report_refusal(exc, workload)
+            return
+        self.chan.send(
+            "error", kind=classify(exc), phase=phase, workload=workload, message=describe(exc)
+        )
+        traceback.print_exc()
 
     def _report_refusal(self, exc: BaseException, workload: str) -> None:
         """A call whose result the harness will not read: a patch, a foreign output, a mode."""
@@ -248,14 +248,8 @@ class Child(Timing):
             # durations stand against the timed child's reported times.
             sample_seed = self.chan.seed(name, "sample")
             fp = fingerprints.read(made.taken.copies, seed=sample_seed).fingerprint
-        except (honesty.Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
-            self._report_refusal(exc, name)
-            return False
         except BaseException as exc:
-            self.chan.send(
-                "error", kind=classify(exc), phase="profile", workload=name, message=describe(exc)
-            )
-            traceback.print_exc()
+            self._report_failure(exc, "profile", name)
             return False
         self.chan.send("profiled", workload=name, seed=seed, sample_seed=sample_seed, fp=fp)
         return True

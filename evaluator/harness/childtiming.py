@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 import torch
 
 from evaluator.harness import fingerprints, honesty, outputs, timing
-from evaluator.harness.channel import classify, describe
 from evaluator.harness.job import TimingSettings
 
 _perf_counter = time.perf_counter
@@ -69,7 +67,7 @@ class Timing:
     def _refuse_if_patched(self) -> None:
         raise NotImplementedError
 
-    def _report_refusal(self, exc: BaseException, workload: str) -> None:
+    def _report_failure(self, exc: BaseException, phase: str, workload: str) -> None:
         raise NotImplementedError
 
     def _invoke(self, model, inputs, *, flusher=None, staged=(), recorder=None) -> outputs.Call:
@@ -97,14 +95,8 @@ class Timing:
             for _ in range(left):
                 run.audit_prints.append(self._audit_call(sub, workload, flusher, covers["sub"]))
             batch = self._batch(name, sub, workload["params"], sub_ms, cfg)
-        except (honesty.Tampered, outputs.UnreadableOutput, outputs.ModeLeftPushed) as exc:
-            self._report_refusal(exc, name)
-            return False
         except BaseException as exc:
-            self.chan.send(
-                "error", kind=classify(exc), phase="timing", workload=name, message=describe(exc)
-            )
-            traceback.print_exc()
+            self._report_failure(exc, "timing", name)
             return False
         self.chan.send(
             "timing",
