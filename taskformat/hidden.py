@@ -61,7 +61,8 @@ def hidden_declaration_parse(raw: Any) -> HiddenDeclaration:
         return HiddenDeclaration()
     if isinstance(raw, list):
         raise HiddenDeclarationError(
-            "concrete hidden workloads ([[hidden]] with params) are not part of a package: "
+            "concrete hidden workloads (a list of `hidden` tables with params) are not part "
+            "of a package: "
             "declare how they are drawn in [[hidden.cuda]] and [[hidden.interpret]] "
             "(docs/task-format.md)"
         )
@@ -257,8 +258,8 @@ def _dependency_order(rules: tuple[ParamRule, ...], where: str) -> tuple[ParamRu
 def hidden_draw(
     declaration: HiddenDeclaration, *, secret: str, slug: str
 ) -> tuple[WorkloadSpec, ...]:
-    """The concrete hidden workloads of both modes: `hidden_1…` (cuda, role hidden) and
-    `check_hidden_1…` (interpret, hidden check workloads).
+    """The concrete hidden workloads of both modes: `hidden_N` (cuda, role hidden) and
+    `check_hidden_N` (interpret, hidden check workloads), N counting from one.
 
     A pure function of its arguments. Raises HiddenDeclarationError if a draw cannot
     satisfy its rules.

@@ -59,6 +59,9 @@ def test_uploaded_kernel_is_evaluated_by_a_running_worker(broker, tmp_path):
         "DJANGO_SETTINGS_MODULE": "d2kportal.settings.dev",
         "D2K_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "D2K_EVALUATOR_MODE": "interpret",
+        # What `./dev serve` keeps in var/hidden-seed: a worker needs one to draw the
+        # hidden workloads.
+        "D2K_HIDDEN_SEED": f"d2k-smoke-test-{uuid.uuid4().hex}",
     }
     if broker == "redis":
         env["D2K_REDIS_URL"] = f"redis://127.0.0.1:6379/{9 + uuid.uuid4().int % 6}"

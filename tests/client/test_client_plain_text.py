@@ -27,6 +27,16 @@ SHOWN = "[bold green]correct[/bold green] ×14.2 [link=https://evil.example]docs
 HARMLESS = "everything is fine"
 
 
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch):
+    """A terminal wide enough that no table cell is cut: the whole forged text shows.
+
+    (The width rich finds otherwise depends on how the tests are run.)"""
+    from d2k_client import display
+
+    monkeypatch.setattr(display.console, "width", 400)
+
+
 def _evaluation(message):
     result = {
         "name": message,

@@ -39,7 +39,7 @@ def test_task_version_change_page_is_read_only(admin_client, task):
     url = reverse("admin:task_catalog_taskversion_change", args=[task.current_version.pk])
     response = admin_client.get(url)
     assert response.status_code == 200
-    assert b"bf16_8192x1024" in response.content
+    assert b"bf16_16384x1024" in response.content
     assert b'name="reference_source"' not in response.content
     admin_client.post(url, {"reference_source": "changed"})
     task.current_version.refresh_from_db()
