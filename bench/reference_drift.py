@@ -138,7 +138,7 @@ def child(task: str, workload: str, variant: str, calls: int, where: str = "cuda
                 exp(*inputs(params, 500 + i))
             timing.synchronize()
     for factor, recorder in (
-        ("dispatch", honesty._DispatchRecorder),
+        ("dispatch", honesty.DispatchRecorder),
         (
             "profiler",
             lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]),

@@ -21,9 +21,10 @@ optimizer step returns hundreds of tensors):
 - **Norms.** Every output's L2 norm, accumulated in fp64 by torch's
   multi-tensor reduction (a few launches however many outputs): non-finite
   exactly where the output holds a NaN or an infinity, and moved by any
-  change to the output (bar sign flips). The child compares the norms it
-  queued right after a timed call with those after a device sync: work left
-  running on another stream changes some output in between (`escaped_work`).
+  change to the output (bar sign flips). The child compares the reading of
+  the harness's copies, taken right after a timed call, with a reading of
+  the outputs copied again after a device sync: work left running on another
+  stream changes some output in between (`escaped_work`).
 """
 
 from __future__ import annotations
@@ -124,16 +125,13 @@ def read(
     *,
     seed: int,
     samples: int = FINGERPRINT_SAMPLES,
-    norms: torch.Tensor | None = None,
 ) -> Reading:
     """The fingerprint of `outputs` at the positions `seed` draws, and their norms.
 
-    `norms`: as output_norms() queued earlier (right after the call), else
-    taken now. Everything read from the device comes in one transfer.
+    Everything read from the device comes in one transfer.
     """
     outputs = tuple(o.detach() for o in outputs)
-    if norms is None:
-        norms = output_norms(outputs)
+    norms = output_norms(outputs)
     places = sample_places([o.numel() for o in outputs], seed=seed, samples=samples)
     pieces: list[torch.Tensor] = []
     runs = [

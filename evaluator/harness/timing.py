@@ -60,15 +60,6 @@ def synchronize() -> None:
     _synchronize()
 
 
-def stream_synchronize() -> None:
-    """Wait for the current stream only: work left on other streams may still run.
-
-    A timed call ends with this, so that its outputs can be sampled before the
-    device is idle and again after; a difference means work escaped the call.
-    """
-    _stream_synchronize(_current_stream())
-
-
 def release_cached_memory() -> None:
     """Wait for the device, then hand the allocator's unused blocks back to the driver.
 
@@ -200,6 +191,8 @@ def timed_call(
     flusher.queue_us = (_perf_counter() - queued) * 1e6
     if take is not None:
         out = take(out)
+    # The call's own stream only: work left on other streams may still run, and
+    # the outputs read again once the device is idle show it (escaped_work).
     _stream_synchronize(stream)
     return (start, end), out
 
