@@ -277,6 +277,11 @@ def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
     """The status and message of a child the watchdog killed, or None."""
     if run.killed_for == "timeout":
         waited = run.cpu_wait_seconds
+        if run.wall_capped:
+            return Status.TIMEOUT, (
+                f"killed after {run.wall_seconds:.0f} s of wall time, the most an evaluation may "
+                f"take on a busy host ({waited:.0f} s of it waiting for a CPU)"
+            )
         if waited < 1:
             return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
         return Status.TIMEOUT, (

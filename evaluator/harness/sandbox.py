@@ -92,6 +92,9 @@ class ChildRun:
     peak_rss_bytes: int = 0
     # Seconds the tree's most-delayed thread waited for a CPU (not counted in its time).
     cpu_wait_seconds: float = 0.0
+    # Killed for "timeout" by the wall-time cap (max_wall_factor times the limit) on a host
+    # so busy that the child had not yet run for its limit.
+    wall_capped: bool = False
     # Of the peak: what the tree kept in files in memory (its /tmp and /dev/shm).
     peak_tmpfs_bytes: int = 0
     peak_scratch_bytes: int = 0
@@ -575,11 +578,10 @@ def _watch(
             result.cpu_wait_seconds = max(result.cpu_wait_seconds, min(waited, elapsed))
         if reader.flooded.is_set():
             result.killed_for = "result_channel"
-        elif (
-            elapsed - result.cpu_wait_seconds > limits.timeout_s
-            or elapsed > limits.timeout_s * limits.max_wall_factor
-        ):
+        elif elapsed - result.cpu_wait_seconds > limits.timeout_s:
             result.killed_for = "timeout"
+        elif elapsed > limits.timeout_s * limits.max_wall_factor:
+            result.killed_for, result.wall_capped = "timeout", True
         elif rss > limits.memory_bytes:
             result.killed_for = "memory"
         elif full:

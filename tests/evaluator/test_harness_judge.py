@@ -281,6 +281,21 @@ def test_a_flagged_kernel_that_was_killed_says_so():
     assert message == "honesty check fired: monkeypatch (then killed after the 60 s time limit)"
 
 
+def test_a_child_ended_by_the_wall_time_cap_is_told_apart_from_one_that_ran_its_limit():
+    run = ChildRun(
+        returncode=-9,
+        killed_for="timeout",
+        wall_seconds=1200.0,
+        cpu_wait_seconds=700.0,
+        wall_capped=True,
+    )
+    _, message = _decide(run, seen_with(done=False), [], 1, task=TASK)
+    assert message == (
+        "killed after 1200 s of wall time, the most an evaluation may take on a busy host "
+        "(700 s of it waiting for a CPU)"
+    )
+
+
 def test_a_crash_under_bubblewrap_names_its_signal():
     run = ChildRun(returncode=139, isolation="bwrap")
     _, message = _decide(run, seen_with(done=False), [], 1, task=TASK)
