@@ -21,7 +21,7 @@ from typing import Any
 # The repository root: the harness's spec module is standard library only.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluator.harness.spec import environment_gpu, reference_host_bound_calls
+from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
 from leaderboard.catalog_bar import (
     BarWorkload,
     catalog_bar,

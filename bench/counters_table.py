@@ -67,11 +67,11 @@ def evaluate(slug: str, timeout: int) -> dict[str, Any]:
 def profile_only(slug: str, timeout: int, sink: list[str]) -> dict[str, Any]:
     """The profiling pass alone, on the expert taken as correct: a verdict-shaped dict."""
     from evaluator.harness import counters
-    from evaluator.harness.spec import Status, WorkloadResult
+    from evaluator.harness.verdict import Status, WorkloadOutcome
 
     task = load_task(DEFAULT_CATALOG_DIR / slug)
     results = [
-        WorkloadResult(name=w.name, role=w.role, hidden=w.hidden, status=Status.CORRECT)
+        WorkloadOutcome(name=w.name, role=w.role, hidden=w.hidden, status=Status.CORRECT)
         for w in task.workloads_for(Mode.CUDA)
         if w.role is WorkloadRole.TIMED
     ]

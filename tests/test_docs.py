@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from evaluator.models import EvaluationStatus
 
 ROOT = Path(__file__).resolve().parent.parent

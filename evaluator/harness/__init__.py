@@ -3,5 +3,5 @@
 Public entry points: `orchestrate.evaluate` and the CLI `python -m evaluator
 check`. The task it evaluates against is read by the task format package
 (`taskformat.package.load_task`); the verdict dataclasses that cross into the
-portal live in `spec`.
+portal live in `verdict`.
 """

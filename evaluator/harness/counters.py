@@ -45,7 +45,7 @@ from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
 from . import judge, protocol, redact, sandbox
 from .job import Job, PlannedWorkload, TimingSettings
-from .spec import Status, WorkloadResult
+from .verdict import Status, WorkloadOutcome
 
 # What ncu reads, per kernel. DRAM bytes are what crossed the memory
 # interface during the kernel; the L2 write sectors are what the SMs wrote
@@ -354,13 +354,13 @@ def profile(
     source: str,
     mode: Mode,
     status: Status,
-    results: list[WorkloadResult],
+    results: list[WorkloadOutcome],
     enabled: bool = True,
     timeout_s: float = PROFILE_TIMEOUT_S,
     memory_bytes: int | None = None,
     csv_sink: list[str] | None = None,
     builds: Path | None = None,
-) -> tuple[list[WorkloadResult], str]:
+) -> tuple[list[WorkloadOutcome], str]:
     """`results` with each timed workload's counters attached, and the note for the verdict.
 
     Counters are read only in cuda mode, for a correct verdict, when enabled

@@ -16,7 +16,7 @@ import torch
 
 from taskformat.spec import Mode, WorkloadRole, WorkloadSpec
 
-from .spec import EVALUATOR_VERSION
+from .verdict import EVALUATOR_VERSION
 
 SMI_FIELDS = (
     "name",

@@ -24,8 +24,8 @@ from .fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint, sampl
 from .job import Plan, PlannedWorkload
 from .outputs import read_raw
 from .protocol import Observed, flag
-from .spec import Measurement, Status, WorkloadResult
 from .timing import summarize
+from .verdict import Measurement, Status, WorkloadOutcome
 from .workload import as_tuple, load_module, make_inputs, make_model
 
 # Every timed and back-to-back call's fingerprint is checked against the
@@ -91,7 +91,7 @@ def judge(
     env_info: dict,
     *,
     source: str = "",
-) -> list[WorkloadResult]:
+) -> list[WorkloadOutcome]:
     """One result per workload the child reported on, in plan order.
 
     `plan` is what the parent issued (protocol.Dealer.record); `source` is
@@ -111,7 +111,7 @@ def judge(
 
 def _judge_workload(
     task, spec, entry: PlannedWorkload, seen, reference, workdir, env_info, own
-) -> WorkloadResult:
+) -> WorkloadOutcome:
     calls = seen.outputs[spec.name]
     worst_abs = worst_rel = 0.0
     failure = ""
@@ -157,7 +157,7 @@ def _judge_workload(
         )
         if timing_failure:
             status, failure = Status.INCORRECT, timing_failure
-    return WorkloadResult(
+    return WorkloadOutcome(
         name=spec.name,
         role=spec.role,
         hidden=spec.hidden,

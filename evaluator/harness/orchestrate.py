@@ -31,7 +31,7 @@ from . import childlog, counters, environment, honesty, protocol, redact, sandbo
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import host_clock_bound_ms, judge
 from .protocol import Observed
-from .spec import Status, Verdict, WorkloadResult
+from .verdict import Status, Verdict, WorkloadOutcome
 
 # The production timing settings (job.TimingSettings' defaults), as a dict for the docs and CLI.
 TIMING: dict[str, float] = dataclasses.asdict(TimingSettings())
@@ -228,7 +228,7 @@ def _census(pids: set[int], seen: Observed) -> None:
 def _decide(
     run: sandbox.ChildRun,
     seen: Observed,
-    results: list[WorkloadResult],
+    results: list[WorkloadOutcome],
     expected: int,
     *,
     task: TaskSpec,
@@ -539,7 +539,7 @@ def _clean_reference_times(
     return CleanReference(ref_median_ms=medians, problem=problem[:500])
 
 
-def reference_tampering(results: list[WorkloadResult], clean: CleanReference) -> list[dict]:
+def reference_tampering(results: list[WorkloadOutcome], clean: CleanReference) -> list[dict]:
     """Flags for workloads whose in-process baseline ran slower than in the clean process.
 
     Only where the events timed the reference's kernels: a workload on which
@@ -572,7 +572,7 @@ def reference_tampering(results: list[WorkloadResult], clean: CleanReference) ->
 
 
 def settle_host_clock(
-    pending: list[dict[str, Any]], results: list[WorkloadResult]
+    pending: list[dict[str, Any]], results: list[WorkloadOutcome]
 ) -> tuple[list[dict], list[dict]]:
     """The judge's host-clock discrepancies, each a `timing_inconsistent` flag or explained.
 
@@ -621,8 +621,8 @@ def settle_host_clock(
 
 
 def with_clean_reference(
-    results: list[WorkloadResult], clean: CleanReference
-) -> list[WorkloadResult]:
+    results: list[WorkloadOutcome], clean: CleanReference
+) -> list[WorkloadOutcome]:
     """Each timed result with the clean process's reference median beside its own."""
     medians = clean.ref_median_ms
     out = []

@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from accounts.models import User
-from evaluator.harness.spec import Verdict, environment_gpu
+from evaluator.harness.verdict import Verdict, environment_gpu
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
 from evaluator.services.runner import WorkerError, _verdict_parse

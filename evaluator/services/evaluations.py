@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from evaluator.harness.spec import Verdict, environment_gpu
+from evaluator.harness.verdict import Verdict, environment_gpu
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
 from evaluator.services.jobs import (
     db_retry,

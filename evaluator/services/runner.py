@@ -4,7 +4,7 @@ The worker never imports submitted code, nor torch: it writes the submission's
 pinned task version and the source into a temporary directory and runs
 `python -m evaluator check … --json` as a child process in its own session, then
 parses the one JSON verdict that CLI prints into the harness's own `Verdict`
-(evaluator.harness.spec), the one verdict type. Anything that is not a verdict
+(evaluator.harness.verdict), the one verdict type. Anything that is not a verdict
 is a WorkerError: our fault, never the submitter's. `workload_rows` turns a
 verdict's workloads into the rows the worker stores.
 """
@@ -25,9 +25,8 @@ from typing import Any
 
 from django.conf import settings
 
-from evaluator.harness import spec
 from evaluator.harness.proctree import die_with_parent
-from evaluator.harness.spec import Status, Verdict
+from evaluator.harness.verdict import Status, Verdict, verdict_from_dict
 from evaluator.models import Evaluation, WorkloadResult
 from evaluator.services.worker import work_dir_prefix, work_dir_root
 from task_catalog.models import Workload
@@ -206,7 +205,7 @@ def _verdict_parse(stdout: str, *, stderr: str = "") -> Verdict:
         excerpt = stdout.strip()[:200] or "nothing"
         raise WorkerError(f"the evaluator printed no JSON verdict (got {excerpt!r})", log=stderr)
     try:
-        return spec.verdict_from_dict(data)
+        return verdict_from_dict(data)
     except ValueError as exc:
         raise WorkerError(f"the evaluator's verdict is not readable: {exc}", log=stderr) from exc
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from evaluator.harness.spec import environment_gpu, reference_host_bound_calls
+from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
 from evaluator.services.baselines import EXPERT_USERNAME
 from leaderboard.catalog_bar import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.cli import _parser
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from evaluator.models import EvaluationStatus, Review
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from evaluator.harness.orchestrate import evaluate
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from taskformat.hidden import task_with_hidden
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode

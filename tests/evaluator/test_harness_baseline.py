@@ -7,7 +7,7 @@ import pytest
 
 from evaluator.harness import orchestrate
 from evaluator.harness.job import CleanReference
-from evaluator.harness.spec import Measurement, Status, WorkloadResult
+from evaluator.harness.verdict import Measurement, Status, WorkloadOutcome
 from taskformat.package import (
     DEFAULT_CATALOG_DIR,
     load_task,
@@ -53,7 +53,7 @@ def test_the_sandbox_gets_reference_and_baseline_but_never_task_toml(tmp_path):
     assert sorted(p.name for p in public.iterdir()) == ["baseline.py", "reference.py"]
 
 
-def _timed(name: str, ref_median_ms: float, ref_host_bound_calls: int = 0) -> WorkloadResult:
+def _timed(name: str, ref_median_ms: float, ref_host_bound_calls: int = 0) -> WorkloadOutcome:
     measurement = Measurement(
         median_ms=0.01,
         iqr_ms=0.0,
@@ -65,7 +65,7 @@ def _timed(name: str, ref_median_ms: float, ref_host_bound_calls: int = 0) -> Wo
         cold_start_ms=1.0,
         ref_host_bound_calls=ref_host_bound_calls,
     )
-    return WorkloadResult(
+    return WorkloadOutcome(
         name=name, role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT,
         measurement=measurement,
     )  # fmt: skip
@@ -114,7 +114,7 @@ def test_the_speedup_is_against_the_faster_of_the_two_reference_times(beside_ms,
     assert result.to_dict()["timing"]["ref_median_ms"] == beside_ms
 
 
-def _with_kernels(result: WorkloadResult, kernel_ms: float | None) -> WorkloadResult:
+def _with_kernels(result: WorkloadOutcome, kernel_ms: float | None) -> WorkloadOutcome:
     return dataclasses.replace(result, counters={"kernel_ms": kernel_ms, "kernels": 1})
 
 

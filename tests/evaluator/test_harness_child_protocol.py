@@ -20,8 +20,8 @@ import pytest
 from evaluator.harness import judge, orchestrate, protocol, sandbox
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
 from evaluator.harness.job import Plan
-from evaluator.harness.spec import Status
 from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
+from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode, TaskSpec
 from tests.evaluator import test_harness_baseline

@@ -26,7 +26,7 @@ import pytest
 
 from evaluator.harness import childlog, killguard, orchestrate, proctree, redact, sandbox
 from evaluator.harness.job import TimingSettings
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode
 

@@ -24,7 +24,7 @@ import pytest
 
 from evaluator.harness import counters, judge, protocol, sandbox
 from evaluator.harness.job import PlannedWorkload
-from evaluator.harness.spec import Status, WorkloadResult
+from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode, WorkloadRole
 
@@ -163,7 +163,7 @@ def test_ncus_errors_become_the_note(text, fragment):
 
 def timed_results(task):
     return [
-        WorkloadResult(name=w.name, role=w.role, hidden=w.hidden, status=Status.CORRECT)
+        WorkloadOutcome(name=w.name, role=w.role, hidden=w.hidden, status=Status.CORRECT)
         for w in task.workloads_for(Mode.CUDA)
     ]
 
@@ -353,11 +353,11 @@ def test_hidden_workloads_are_never_profiled():
 
 
 def test_a_timed_results_counters_travel_in_the_verdict_json():
-    result = WorkloadResult(
+    result = WorkloadOutcome(
         name="a", role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT, counters={"x": 1}
     )
     assert result.to_dict()["counters"] == {"x": 1}
-    unread = WorkloadResult(name="b", role=WorkloadRole.HIDDEN, hidden=True, status=Status.CORRECT)
+    unread = WorkloadOutcome(name="b", role=WorkloadRole.HIDDEN, hidden=True, status=Status.CORRECT)
     assert unread.to_dict()["counters"] is None
 
 

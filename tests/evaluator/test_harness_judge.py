@@ -15,7 +15,7 @@ from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.orchestrate import _decide
 from evaluator.harness.protocol import Observed
 from evaluator.harness.sandbox import ChildRun
-from evaluator.harness.spec import Status, WorkloadResult
+from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode, WorkloadRole
 
@@ -224,7 +224,7 @@ def test_audit_calls_not_made_as_planned_are_a_malformed_report(reference, audit
 
 
 def result(status):
-    return WorkloadResult(
+    return WorkloadOutcome(
         name="w", role=WorkloadRole.CHECK, hidden=False, status=status, message="why"
     )
 

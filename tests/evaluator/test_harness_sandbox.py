@@ -11,7 +11,7 @@ import pytest
 from evaluator.harness import orchestrate, sandbox
 from evaluator.harness.job import Plan
 from evaluator.harness.protocol import Dealer
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 
 TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")

@@ -3,7 +3,7 @@
 import pytest
 from django.db import transaction
 
-from evaluator.harness.spec import Verdict, verdict_from_dict
+from evaluator.harness.verdict import Verdict, verdict_from_dict
 from evaluator.services.evaluations import evaluation_verdict_write
 from tests.factories import (
     DesignPropertyFactory,

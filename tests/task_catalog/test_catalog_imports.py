@@ -23,7 +23,7 @@ def test_the_walk_sees_every_way_of_reaching_the_evaluator(tmp_path):
     module.parent.mkdir(parents=True)
     module.write_text(
         "import importlib\n"
-        "from evaluator.harness.spec import Verdict\n"
+        "from evaluator.harness.verdict import Verdict\n"
         "import evaluator.selectors\n"
         "from ... import evaluator\n"
         "from ...evaluator.models import Evaluation\n"
@@ -35,8 +35,8 @@ def test_the_walk_sees_every_way_of_reaching_the_evaluator(tmp_path):
     assert "task_catalog.models.Task" in names
     assert sorted({n for n in names if reaches(n, "evaluator")}) == [
         "evaluator",
-        "evaluator.harness.spec",
-        "evaluator.harness.spec.Verdict",
+        "evaluator.harness.verdict",
+        "evaluator.harness.verdict.Verdict",
         "evaluator.models",
         "evaluator.models.Evaluation",
         "evaluator.selectors",

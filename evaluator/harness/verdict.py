@@ -109,7 +109,7 @@ def reference_host_bound_calls(timing: Any) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True)
-class WorkloadResult:
+class WorkloadOutcome:
     name: str
     role: WorkloadRole
     hidden: bool
@@ -130,7 +130,7 @@ class WorkloadResult:
         return self.measurement.speedup if self.measurement else None
 
     @classmethod
-    def from_dict(cls, data: Any) -> WorkloadResult:
+    def from_dict(cls, data: Any) -> WorkloadOutcome:
         """One workload of the verdict JSON (`to_dict`). Raises ValueError if it is not one."""
         if not isinstance(data, dict) or not data.get("name"):
             raise ValueError("a workload has no name")
@@ -171,7 +171,7 @@ class Verdict:
     status: Status
     message: str
     flags: tuple[dict[str, str], ...]
-    workloads: tuple[WorkloadResult, ...]
+    workloads: tuple[WorkloadOutcome, ...]
     environment: dict[str, Any]
     log: str
     task: str = ""
@@ -223,7 +223,7 @@ def verdict_from_dict(data: Any) -> Verdict:
     for position, raw in enumerate(raw_workloads):
         if not isinstance(raw, dict) or not raw.get("name"):
             raise ValueError(f"workload #{position} has no name")
-        workloads.append(WorkloadResult.from_dict(raw))
+        workloads.append(WorkloadOutcome.from_dict(raw))
     names = [w.name for w in workloads]
     if len(names) != len(set(names)):
         raise ValueError(f"a workload name is repeated: {names}")
