@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.harness import sandbox  # noqa: E402
+from evaluator.harness import isolation  # noqa: E402
 
 CHILD_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"}
 
@@ -45,7 +45,7 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, st
 
 def sandboxed(python_args: list[str], workdir: Path) -> tuple[list[str], dict[str, str]]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/d2k/work", **CHILD_ENV}
-    argv, outer_env, _ = sandbox.sandbox_command(
+    argv, outer_env, _ = isolation.sandbox_command(
         python_args=python_args, workdir=workdir, task_dir=workdir, env=env, gpu=True
     )
     return argv, outer_env
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     python = sys.executable
-    print(f"isolation: {sandbox.isolation_level()}; torch bytecode: {bytecode_share()}")
+    print(f"isolation: {isolation.isolation_level()}; torch bytecode: {bytecode_share()}")
     with tempfile.TemporaryDirectory(prefix="d2k-startup-") as scratch:
         workdir = Path(scratch)
         workdir.chmod(0o777)

@@ -43,7 +43,7 @@ from typing import Any
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
-from . import judge, protocol, redact, sandbox
+from . import isolation, judge, protocol, redact, sandbox, watchdog
 from .job import Job, PlannedWorkload, TimingSettings
 from .verdict import Status, WorkloadOutcome
 
@@ -431,7 +431,7 @@ def _profiling_pass(
         shutil.copyfile(reference, public_dir / "reference.py")
         public_dir.chmod(0o755)
         (workdir / "submission.py").write_text(source)
-        seen = sandbox.layout(workdir, public_dir.resolve())
+        seen = isolation.layout(workdir, public_dir.resolve())
         job = Job(
             mode=str(Mode.CUDA),
             reference=f"{seen.task}/reference.py",
@@ -449,7 +449,7 @@ def _profiling_pass(
             task_dir=public_dir.resolve(),
             env=_child_env(seen.work),
             limits=sandbox.Limits(
-                timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
+                timeout_s=timeout_s, memory_bytes=memory_bytes or watchdog.default_memory_limit()
             ),
             gpu=True,
             answer=dealer.answer,

@@ -27,7 +27,18 @@ from typing import Any
 from taskformat import package
 from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
-from . import childlog, counters, environment, honesty, protocol, redact, sandbox
+from . import (
+    childlog,
+    counters,
+    environment,
+    honesty,
+    isolation,
+    protocol,
+    redact,
+    resultpipe,
+    sandbox,
+    watchdog,
+)
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import host_clock_bound_ms, judge
 from .protocol import Observed
@@ -83,7 +94,7 @@ def evaluate(
             "",
             started,
         )
-    problem = sandbox.unavailable()
+    problem = isolation.unavailable()
     if problem is not None:
         return _verdict(task, mode, Status.WORKER_ERROR, problem, [], [], env_info, "", started)
     workloads = task.workloads_for(mode)
@@ -205,7 +216,7 @@ def _collect(run: sandbox.ChildRun, plan: Plan, dealer: protocol.Dealer) -> Obse
 
 
 def _channel_cap() -> str:
-    return f"{sandbox.MAX_CHANNEL_BYTES / 2**20:g} MiB"
+    return f"{resultpipe.MAX_CHANNEL_BYTES / 2**20:g} MiB"
 
 
 def _census(pids: set[int], seen: Observed) -> None:
@@ -298,7 +309,7 @@ def _killed(run: sandbox.ChildRun) -> tuple[Status, str] | None:
         return Status.OUT_OF_MEMORY, (
             f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
             f"the limits are {run.scratch_limit_bytes / 2**30:.1f} GiB and "
-            f"{sandbox.MAX_SCRATCH_ENTRIES} files)"
+            f"{watchdog.MAX_SCRATCH_ENTRIES} files)"
         )
     if run.killed_for == "processes":
         return Status.RUNTIME_ERROR, "killed for starting too many processes"
@@ -444,7 +455,7 @@ def _run_child(
     if not clean:
         (workdir / "submission.py").write_text(source)
     task_dir = public_dir.resolve()
-    seen = sandbox.layout(workdir, task_dir)  # the paths as the child sees them
+    seen = isolation.layout(workdir, task_dir)  # the paths as the child sees them
     job = child_job(
         task=task,
         mode=mode,
@@ -480,7 +491,7 @@ def _run_child(
         task_dir=task_dir,
         env=env,
         limits=sandbox.Limits(
-            timeout_s=timeout_s, memory_bytes=memory_bytes or sandbox.default_memory_limit()
+            timeout_s=timeout_s, memory_bytes=memory_bytes or watchdog.default_memory_limit()
         ),
         gpu=mode is Mode.CUDA,
         answer=dealer.answer,

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from evaluator.harness import judge, orchestrate, protocol, sandbox
+from evaluator.harness import judge, orchestrate, protocol, resultpipe, sandbox
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
 from evaluator.harness.job import Plan
 from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
@@ -101,7 +101,7 @@ def run_child_with_fake_cuda(
     os.close(write_fd)
     os.close(child_reply_fd)
     run = sandbox.ChildRun(returncode=None)
-    reader = sandbox._Reader(read_fd, run, dealer.answer, reply_fd)
+    reader = resultpipe.Reader(read_fd, run, dealer.answer, reply_fd)
     reader.start()
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
     reader.join(timeout=30)
@@ -224,4 +224,4 @@ def test_hundreds_of_outputs_cost_the_result_pipe_no_more_per_timed_call(tmp_pat
     assert max(many) < 1500 and max(many) < 1.25 * max(few) + 100, (few, many)
     audits = [len(json.dumps(a)) for a in seen.timings["layers_22"]["audit_prints"]]
     assert max(audits) < 40_000, audits
-    assert run.channel_bytes < sandbox.MAX_CHANNEL_BYTES / 100, run.channel_bytes
+    assert run.channel_bytes < resultpipe.MAX_CHANNEL_BYTES / 100, run.channel_bytes

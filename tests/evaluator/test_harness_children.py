@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import childlog, killguard, orchestrate, proctree, redact, sandbox
+from evaluator.harness import childlog, isolation, killguard, orchestrate, proctree, redact, sandbox
 from evaluator.harness.job import TimingSettings
 from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -38,7 +38,7 @@ EXPERT = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
 
 def _levels() -> list:
     bwrap = pytest.mark.skipif(
-        not sandbox._bwrap_works(), reason="bubblewrap does not work on this machine"
+        not isolation._bwrap_works(), reason="bubblewrap does not work on this machine"
     )
     return [pytest.param("bwrap", marks=bwrap), "process"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import counters, judge, protocol, sandbox
+from evaluator.harness import counters, isolation, judge, protocol, resultpipe, sandbox
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -255,7 +255,7 @@ def test_the_ncu_wrapper_profiles_only_the_marked_ranges_with_caches_flushed():
 
 
 def test_the_wrapper_runs_inside_the_sandbox_before_the_interpreter(tmp_path):
-    argv, _, level = sandbox.sandbox_command(
+    argv, _, level = isolation.sandbox_command(
         python_args=["-c", "pass"],
         workdir=tmp_path,
         task_dir=tmp_path,
@@ -310,7 +310,7 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     os.close(write_fd)
     os.close(child_reply_fd)
     run = sandbox.ChildRun(returncode=None)
-    reader = sandbox._Reader(read_fd, run, dealer.answer, reply_fd)
+    reader = resultpipe.Reader(read_fd, run, dealer.answer, reply_fd)
     reader.start()
     log = proc.communicate(timeout=600)[0].decode(errors="replace")
     reader.join(timeout=30)

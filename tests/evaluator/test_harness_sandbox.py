@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import orchestrate, sandbox
+from evaluator.harness import isolation, orchestrate, resultpipe, sandbox
 from evaluator.harness.job import Plan
 from evaluator.harness.protocol import Dealer
 from evaluator.harness.verdict import Status
@@ -18,9 +18,9 @@ TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
 
 
 def test_a_line_past_the_cap_is_one_malformed_message_and_reading_goes_on(monkeypatch):
-    monkeypatch.setattr(sandbox, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(resultpipe, "MAX_LINE_BYTES", 1000)
     run = sandbox.ChildRun(returncode=None)
-    reader = sandbox._Reader(-1, run)
+    reader = resultpipe.Reader(-1, run)
     # The long line arrives in three chunks, the last of which ends it and holds the next lines.
     reader._take(b'{"event": "hello"}\n{"event": "junk", "x": "' + b"y" * 600)
     reader._take(b"y" * 600)
@@ -31,11 +31,11 @@ def test_a_line_past_the_cap_is_one_malformed_message_and_reading_goes_on(monkey
 
 
 def test_a_request_after_an_over_long_line_is_still_answered(monkeypatch):
-    monkeypatch.setattr(sandbox, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(resultpipe, "MAX_LINE_BYTES", 1000)
     read_fd, write_fd = os.pipe()
     reply_read, reply_write = os.pipe()
     run = sandbox.ChildRun(returncode=None)
-    reader = sandbox._Reader(read_fd, run, lambda request: {"seed": 7}, reply_write)
+    reader = resultpipe.Reader(read_fd, run, lambda request: {"seed": 7}, reply_write)
     reader.start()
     os.write(write_fd, b"z" * 5000 + b"\n")
     os.write(write_fd, json.dumps({"event": "ask", "what": "seed"}).encode() + b"\n")
@@ -49,7 +49,7 @@ def test_a_request_after_an_over_long_line_is_still_answered(monkeypatch):
 
 def test_nesting_past_the_parser_s_depth_is_a_malformed_message_not_a_dead_reader():
     run = sandbox.ChildRun(returncode=None)
-    reader = sandbox._Reader(-1, run)
+    reader = resultpipe.Reader(-1, run)
     reader._take(b"[" * 100_000 + b"\n" + b'{"event": "hello"}\n')
     assert run.bad_messages == 1 and [m["event"] for _, m in run.messages] == ["hello"]
 
@@ -70,11 +70,11 @@ FLOOD = "import os, sys\nwhile True:\n    os.write(int(sys.argv[1]), b'x' * 6553
 
 
 def test_a_child_that_floods_the_result_pipe_is_killed_at_once(monkeypatch, tmp_path: Path):
-    monkeypatch.setattr(sandbox, "MAX_CHANNEL_BYTES", 8 * 2**20)
+    monkeypatch.setattr(resultpipe, "MAX_CHANNEL_BYTES", 8 * 2**20)
     run = run_script(FLOOD, tmp_path)
     assert run.killed_for == "result_channel", run.log[-2000:]
     assert run.wall_seconds < 30
-    assert sandbox.MAX_CHANNEL_BYTES < run.channel_bytes <= sandbox.MAX_CHANNEL_BYTES + 65536
+    assert resultpipe.MAX_CHANNEL_BYTES < run.channel_bytes <= resultpipe.MAX_CHANNEL_BYTES + 65536
 
     # The verdict: flagged, and the message says why the process ended.
     dealer = Dealer((), seeds=TASK.seeds)
@@ -123,13 +123,13 @@ def test_bubblewrap_binds_the_harness_and_the_task_format_and_no_other_project_f
 ):
     monkeypatch.setenv("D2K_SANDBOX", "bwrap")
     task_dir, workdir = tmp_path / "task", tmp_path / "work"
-    argv, _, level = sandbox.sandbox_command(
+    argv, _, level = isolation.sandbox_command(
         python_args=["-c", "pass"], workdir=workdir, task_dir=task_dir, env={}, gpu=False
     )
     assert level == "bwrap"
     binds = _binds(argv)
     under_d2k = {dest: src for dest, src in binds.items() if dest.startswith("/d2k")}
-    root = sandbox.HARNESS_ROOT
+    root = isolation.HARNESS_ROOT
     assert under_d2k == {
         "/d2k/evaluator": str(root / "evaluator"),
         "/d2k/taskformat": str(root / "taskformat"),
@@ -147,7 +147,7 @@ def test_the_sandboxed_child_imports_the_harness_and_the_task_format(tmp_path: P
     task_dir.mkdir()
     workdir.mkdir()
     (task_dir / "reference.py").write_text("# the reference alone: no task.toml\n")
-    seen = sandbox.layout(workdir, task_dir)
+    seen = isolation.layout(workdir, task_dir)
     run = sandbox.run_child(
         python_args=["-c", PROBE, seen.task],
         workdir=workdir,
@@ -164,5 +164,5 @@ def test_the_sandboxed_child_imports_the_harness_and_the_task_format(tmp_path: P
         assert probe["d2k"] == ["evaluator", "task", "taskformat", "work"]
         assert all(f.startswith("/d2k/") for f in probe["files"].values()), probe["files"]
     else:
-        root = str(sandbox.HARNESS_ROOT)
+        root = str(isolation.HARNESS_ROOT)
         assert all(f.startswith(root) for f in probe["files"].values()), probe["files"]
