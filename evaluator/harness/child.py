@@ -230,7 +230,7 @@ class Child(Timing):
             self.chan.send("bad_output", workload=workload, message=str(exc))
 
     def profile_workload(self, workload: dict, mark: Any) -> bool:
-        """One untimed call of a timed workload inside the profiler's range (counters.Mark).
+        """One untimed call of a timed workload inside the profiler's range (profilemark.Mark).
 
         The model is built and called once first, outside the range: the
         compilation and autotuning are not what the counters are for, nor is
@@ -260,7 +260,7 @@ class Child(Timing):
         flusher = None
         mark = None
         if self.profile:
-            from evaluator.harness.counters import Mark
+            from evaluator.harness.profilemark import Mark
 
             mark = Mark()
         elif self.mode == "cuda":

@@ -27,8 +27,7 @@ from pathlib import Path
 # The folder holding `evaluator/` and `taskformat/`.
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
 # The packages bound read-only at SANDBOX_ROOT, on the child's PYTHONPATH: the harness and
-# the task format its modules import (counters.py in a profiling child); nothing else of the
-# project.
+# the task format its modules import; nothing else of the project.
 SANDBOX_PACKAGES = ("evaluator", "taskformat")
 SANDBOX_ROOT = "/d2k"
 SANDBOX_WORK = f"{SANDBOX_ROOT}/work"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import counters, isolation, judge, protocol, resultpipe, sandbox
+from evaluator.harness import counters, isolation, judge, ncu_report, protocol, resultpipe, sandbox
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -53,7 +53,7 @@ MULTI = (
 
 
 def test_the_capture_gives_every_kernel_in_order_with_its_counters():
-    kernels = counters.parse_ncu_csv(CAPTURE.read_text())
+    kernels = ncu_report.parse_ncu_csv(CAPTURE.read_text())
     assert [k["id"] for k in kernels] == [0, 1, 2, 3, 4, 5]
     assert [k["name"] for k in kernels][:2] == ["d2k_profile_mark", "_softmax_single_pass"]
     first = kernels[1]["metrics"]
@@ -63,7 +63,7 @@ def test_the_capture_gives_every_kernel_in_order_with_its_counters():
 
 
 def test_thousands_separators_scaled_units_and_na_are_read():
-    _, gemm, epilogue = counters.parse_ncu_csv(MULTI)
+    _, gemm, epilogue = ncu_report.parse_ncu_csv(MULTI)
     assert gemm["metrics"]["dram__bytes_read.sum"] == 1_000_000
     assert gemm["metrics"]["dram__bytes_write.sum"] == 2_000  # 2 Kbyte
     assert gemm["metrics"]["sm__inst_executed_pipe_tensor_op_hmma.sum"] is None  # "n/a"
@@ -77,19 +77,19 @@ def test_thousands_separators_scaled_units_and_na_are_read():
 def test_scaled_units_are_brought_to_base_units(unit, value, expected):
     header = '"ID","Kernel Name","dram__bytes_read.sum"'
     text = f'{header}\n"","","{unit}"\n"0","k","{value}"\n'
-    [kernel] = counters.parse_ncu_csv(text)
+    [kernel] = ncu_report.parse_ncu_csv(text)
     assert kernel["metrics"]["dram__bytes_read.sum"] == expected
 
 
 def test_output_without_a_table_is_an_error():
-    with pytest.raises(counters.CountersError, match="no table"):
-        counters.parse_ncu_csv("==PROF== Disconnected from process 1\n")
+    with pytest.raises(ncu_report.CountersError, match="no table"):
+        ncu_report.parse_ncu_csv("==PROF== Disconnected from process 1\n")
 
 
 def test_the_marker_kernels_split_the_table_into_the_workloads_calls():
-    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    calls = ncu_report.split_by_mark(ncu_report.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
     assert [[k["id"] for k in calls[name]] for name in ROW_SOFTMAX] == [[1], [3], [5]]
-    [gemm] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
+    [gemm] = ncu_report.split_by_mark(ncu_report.parse_ncu_csv(MULTI), ["gemm"]).values()
     assert [k["id"] for k in gemm] == [1, 2]
 
 
@@ -98,15 +98,15 @@ def test_the_marker_kernels_split_the_table_into_the_workloads_calls():
     [([0, 1, 3, 5], "1 marked calls for 3"), ([1, 0, 2, 3, 4, 5], "before the first marked")],
 )
 def test_a_table_that_does_not_match_the_workloads_is_refused(ids, fragment):
-    by_id = {k["id"]: k for k in counters.parse_ncu_csv(CAPTURE.read_text())}
-    with pytest.raises(counters.CountersError, match=fragment):
-        counters.split_by_mark([by_id[i] for i in ids], ROW_SOFTMAX)
+    by_id = {k["id"]: k for k in ncu_report.parse_ncu_csv(CAPTURE.read_text())}
+    with pytest.raises(ncu_report.CountersError, match=fragment):
+        ncu_report.split_by_mark([by_id[i] for i in ids], ROW_SOFTMAX)
 
 
 def test_the_softmax_experts_traffic_is_its_minimum_with_the_writes_left_in_the_l2():
     minimum = CAPTURE_MINIMUM
-    calls = counters.split_by_mark(counters.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
-    small = counters.summarise(
+    calls = ncu_report.split_by_mark(ncu_report.parse_ncu_csv(CAPTURE.read_text()), ROW_SOFTMAX)
+    small = ncu_report.summarise(
         calls["bf16_8192x1024"], min_bytes=minimum["bf16_8192x1024"], tool="t"
     )
     # 16 MiB of output fits the L2: the kernel ends with it there, not yet in DRAM.
@@ -115,15 +115,15 @@ def test_the_softmax_experts_traffic_is_its_minimum_with_the_writes_left_in_the_
     assert small["dram_bytes"] == 16_782_592 + 2_304
     assert small["traffic_bytes"] == 16_782_592 + 16 * 2**20
     for name in ROW_SOFTMAX:
-        summary = counters.summarise(calls[name], min_bytes=minimum[name], tool="ncu 2025.3.1.0")
+        summary = ncu_report.summarise(calls[name], min_bytes=minimum[name], tool="ncu 2025.3.1.0")
         assert summary["traffic_ratio"] == pytest.approx(1.0, abs=0.001), (name, summary)
         assert summary["tensor_share"] == 0.0 and summary["kernels"] == 1
         assert summary["tool"] == "ncu 2025.3.1.0"
 
 
 def test_counters_are_summed_over_a_calls_kernels():
-    [kernels] = counters.split_by_mark(counters.parse_ncu_csv(MULTI), ["gemm"]).values()
-    summary = counters.summarise(kernels, min_bytes=2_000_000, tool="ncu")
+    [kernels] = ncu_report.split_by_mark(ncu_report.parse_ncu_csv(MULTI), ["gemm"]).values()
+    summary = ncu_report.summarise(kernels, min_bytes=2_000_000, tool="ncu")
     assert summary["dram_read_bytes"] == 1_000_024 and summary["dram_write_bytes"] == 2_000
     assert summary["l2_write_bytes"] == 101 * 32
     assert summary["traffic_bytes"] == 1_000_024 + 101 * 32
@@ -138,7 +138,7 @@ def test_counters_are_summed_over_a_calls_kernels():
 
 def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
     kernel = {"id": 0, "name": "k", "metrics": {"dram__bytes_read.sum": 10.0}}
-    summary = counters.summarise([kernel], min_bytes=0, tool="ncu")
+    summary = ncu_report.summarise([kernel], min_bytes=0, tool="ncu")
     assert summary["traffic_ratio"] is None and summary["tensor_share"] is None
     assert summary["kernel_ms"] is None  # a table without durations (the capture's ncu run)
     assert summary["l2_write_bytes"] is None and summary["traffic_bytes"] == 10
@@ -157,7 +157,7 @@ def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
     ],
 )
 def test_ncus_errors_become_the_note(text, fragment):
-    note = counters.failure_note(text)
+    note = ncu_report.failure_note(text)
     assert (fragment in note and note.startswith("not read")) if fragment else note == ""
 
 
@@ -251,7 +251,7 @@ def test_the_ncu_wrapper_profiles_only_the_marked_ranges_with_caches_flushed():
     assert argv[argv.index("--cache-control") + 1] == "all"
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[argv.index("--log-file") + 1] == "/d2k/work/ncu.csv"
-    assert set(argv[argv.index("--metrics") + 1].split(",")) == set(counters.METRICS.values())
+    assert set(argv[argv.index("--metrics") + 1].split(",")) == set(ncu_report.METRICS.values())
 
 
 def test_the_wrapper_runs_inside_the_sandbox_before_the_interpreter(tmp_path):
@@ -294,7 +294,7 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     read_fd, write_fd = os.pipe()
     child_reply_fd, reply_fd = os.pipe()
     bootstrap = (
-        "import contextlib, evaluator.harness.counters as k; "
+        "import contextlib, evaluator.harness.profilemark as k; "
         "k.Mark = type('Mark', (), {'profiled': staticmethod(contextlib.nullcontext)}); "
         "from evaluator.harness.child import main; main()"
     )
