@@ -76,7 +76,7 @@ def _fail(message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "ceilings":
-        from evaluator.harness.environment import ceilings
+        from evaluator.harness.ceilings import ceilings
 
         print(json.dumps(ceilings(refresh=args.refresh), indent=2))
         return 0

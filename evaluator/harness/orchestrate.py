@@ -28,6 +28,7 @@ from taskformat import package
 from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import (
+    ceilings,
     childlog,
     counters,
     environment,
@@ -99,7 +100,7 @@ def evaluate(
         return _verdict(task, mode, Status.WORKER_ERROR, problem, [], [], env_info, "", started)
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
-        env_info["ceilings"] = environment.ceilings()
+        env_info["ceilings"] = ceilings.ceilings()
         env_info["compute_dtypes"] = environment.compute_dtypes(workloads)
         env_info["timing_settings"] = dataclasses.asdict(settings)
 

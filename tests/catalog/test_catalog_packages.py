@@ -89,7 +89,7 @@ def test_task_text_is_complete(task):
     assert by_level[Level.L3].depends_on
 
 
-# The H200's ceilings as the worker measures them (environment.ceilings): bandwidth and
+# The H200's ceilings as the worker measures them (ceilings.ceilings): bandwidth and
 # bf16 rate from docs/baselines.json's environment, the fp8 rate (e4m3 _scaled_mm) from
 # the same measurement on the same H200 (1220-1256 TFLOP/s over its three shapes).
 H200_CEILINGS = {"peak_tbps": 4.4486, "peak_tflops_bf16": 740.0, "peak_tflops_fp8": 1256.0}

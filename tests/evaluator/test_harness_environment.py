@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluator.harness import environment
+from evaluator.harness import ceilings, environment
 
 # Two GPUs, as on a two-GPU host: the evaluation runs on the second one.
 OURS, OTHER = "GPU-bbbb-2222", "GPU-aaaa-1111"
@@ -202,17 +202,17 @@ def test_a_child_that_died_before_ready_has_only_its_start():
 
 
 def test_without_fp8_matrix_instructions_there_is_no_fp8_ceiling():
-    if environment.fp8_matmul_supported():
+    if ceilings.fp8_matmul_supported():
         pytest.skip("this machine has fp8 matrix instructions")
-    assert environment._measure_fp8_tflops() is None
+    assert ceilings._measure_fp8_tflops() is None
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_the_gpu_records_an_fp8_ceiling_where_it_has_fp8_matrix_instructions(tmp_path, monkeypatch):
     monkeypatch.setenv("D2K_EVALUATOR_CACHE", str(tmp_path))
-    measured = environment.ceilings(refresh=True)
-    if not environment.fp8_matmul_supported():
+    measured = ceilings.ceilings(refresh=True)
+    if not ceilings.fp8_matmul_supported():
         assert "peak_tflops_fp8" not in measured
         return
     # Hopper's dense fp8 rate is twice its bf16 one; the measured ratio sits near that.
@@ -239,14 +239,14 @@ def test_the_ceilings_record_the_fp8_rate_only_where_it_was_measured(tmp_path, m
     monkeypatch.setenv("D2K_EVALUATOR_CACHE", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(environment, "_measure_copy_tbps", lambda: 4.2)
-    monkeypatch.setattr(environment, "_measure_read_tbps", lambda: 4.4)
-    monkeypatch.setattr(environment, "_measure_bf16_tflops", lambda: 740.0)
-    monkeypatch.setattr(environment, "_measure_fp8_tflops", lambda: fp8)
+    monkeypatch.setattr(ceilings, "_measure_copy_tbps", lambda: 4.2)
+    monkeypatch.setattr(ceilings, "_measure_read_tbps", lambda: 4.4)
+    monkeypatch.setattr(ceilings, "_measure_bf16_tflops", lambda: 740.0)
+    monkeypatch.setattr(ceilings, "_measure_fp8_tflops", lambda: fp8)
 
-    measured = environment.ceilings(refresh=True)
+    measured = ceilings.ceilings(refresh=True)
 
     assert (measured["peak_tbps"], measured["peak_tflops_bf16"]) == (4.4, 740.0)
     assert measured.get("peak_tflops_fp8") == fp8
     assert "e4m3 _scaled_mm" in measured["method"]
-    assert environment.ceilings() == measured  # read back from the cache
+    assert ceilings.ceilings() == measured  # read back from the cache
