@@ -14,6 +14,7 @@ DIR/series.json. Needs a CUDA GPU.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -48,7 +49,7 @@ def main() -> None:
 
     def keeping(messages, plan, bad_messages=0):
         seen = collect(messages, plan, bad_messages)
-        collected.append({name: dict(t) for name, t in seen.timings.items()})
+        collected.append({name: dataclasses.asdict(t) for name, t in seen.timings.items()})
         return seen
 
     protocol.collect = keeping

@@ -1,4 +1,4 @@
-"""Tolerance math: is a submission's output close enough to the reference's?"""
+"""Tolerance math: is a submission's output, or its fingerprint, close enough to the reference's?"""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
-from taskformat.spec import Tolerance
+from taskformat.spec import TaskSpec, Tolerance
+
+from .fingerprints import FINGERPRINT_SAMPLES, fingerprint, sample_places
 
 
 @dataclass(frozen=True)
@@ -78,3 +80,41 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comp
     if rel > rel_bound:
         reasons.append(f"relative L2 error {rel:.3g} above {rel_bound:.3g}")
     return Comparison(not reasons, max_abs, rel, "; ".join(reasons))
+
+
+def fingerprint_matches(
+    fp: object, expected: tuple, fp_seed: int, task: TaskSpec, samples: int = FINGERPRINT_SAMPLES
+) -> bool:
+    """Do the sampled values of a call's outputs match the reference's, within tolerance?
+
+    The layout (every output's shape and dtype), the number of elements and
+    the number of outputs holding a NaN or an infinity must be the
+    reference's. The values of each dtype are compared as one tensor with
+    that dtype's tolerance (elementwise, relative L2, NaN and infinity only
+    where the reference has them); integers must be equal.
+    """
+    if not isinstance(fp, dict):
+        return False
+    wanted = fingerprint(expected, seed=fp_seed, samples=samples)
+    if any(fp.get(key) != wanted[key] for key in ("numel", "layout", "nonfinite_outputs")):
+        return False
+    got, want = fp.get("values"), wanted["values"]
+    if not isinstance(got, list) or len(got) != len(want):
+        return False
+    by_dtype: dict[torch.dtype, list[int]] = {}
+    places = sample_places([e.numel() for e in expected], seed=fp_seed, samples=samples)
+    for place, (output, _) in enumerate(places):
+        by_dtype.setdefault(expected[output].dtype, []).append(place)
+    for dtype, picked in by_dtype.items():
+        if not (dtype.is_floating_point or dtype.is_complex):
+            if [got[i] for i in picked] != [want[i] for i in picked]:
+                return False
+            continue
+        try:
+            values = torch.tensor([got[i] for i in picked], dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            return False
+        ref_values = torch.tensor([want[i] for i in picked], dtype=torch.float64)
+        if not compare_tensor(values, ref_values, task.tolerance_for(dtype_name(dtype))).ok:
+            return False
+    return True

@@ -257,7 +257,7 @@ def _profiling_pass(
     if observed.error is not None:
         # The pass runs after the hidden workloads, with the timed child's compile caches:
         # the owner reads the exception's type only (redact.exception_type).
-        kind = redact.exception_type(str(observed.error.get("message")))
+        kind = redact.exception_type(observed.error.message)
         raise CountersError(f"not read: the profiled call failed ({kind})")
     if not table:
         raise CountersError(failure_note(text) or "not read: ncu printed no table of kernels")

@@ -41,8 +41,10 @@ from . import (
     watchdog,
 )
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
-from .judge import host_clock_bound_ms, judge
+from .judge import judge
 from .protocol import Observed
+from .reports import ErrorReport
+from .timingchecks import host_clock_bound_ms
 from .verdict import Status, Verdict, WorkloadOutcome
 
 # The production timing settings (job.TimingSettings' defaults), as a dict for the docs and CLI.
@@ -141,7 +143,7 @@ def evaluate(
             )
             _census(monitor.gpu_pids() & run.pids, seen)
             # As the child reported it: which launch cover its timed calls had.
-            covers = [t.get("cover") for t in seen.timings.values()]
+            covers = [t.cover for t in seen.timings.values()]
             env_info["launch_cover"] = covers[0] if covers else None
             env_info["gpu_state_after"] = environment.gpu_state()
         log, public_log = run.log, child_log.public()
@@ -343,17 +345,15 @@ def outside_kill(run: sandbox.ChildRun) -> str:
     return ""
 
 
-def _error_status(error: dict, task: TaskSpec, *, hidden_dealt: bool) -> tuple[Status, str]:
+def _error_status(error: ErrorReport, task: TaskSpec, *, hidden_dealt: bool) -> tuple[Status, str]:
     """The status and message of the exception the child reported.
 
     Once a hidden workload was dealt, whatever the child says of where it
     failed, the owner reads the exception's type only, and only a known one
     (redact.error_message).
     """
-    kind = str(error.get("kind", "runtime_error"))
-    status = Status(kind) if kind in set(Status) else Status.RUNTIME_ERROR
-    where = error.get("workload")
-    text = str(error.get("message", ""))
+    status = Status(error.kind) if error.kind in set(Status) else Status.RUNTIME_ERROR
+    where, text = error.workload, error.message
     if hidden_dealt or where in redact.hidden_names(task):
         return status, redact.error_message(text)
     return status, f"{text} (workload {where})" if where else text
@@ -541,12 +541,12 @@ def _clean_reference_times(
         shutil.rmtree(workdir, ignore_errors=True)
     seen = _collect(run, dealer.record(), dealer)
     medians: dict[str, float] = {}
-    for name, msg in seen.timings.items():
-        times = msg.get("ref_ms")
-        if isinstance(times, list) and times and all(isinstance(t, int | float) for t in times):
+    for name, report in seen.timings.items():
+        if times := report.ref_ms:
             medians[name] = float(sorted(times)[len(times) // 2])
+    error = seen.error.as_sent() if seen.error is not None else None
     problem = "" if seen.done and not seen.flags else (
-        f"the clean run did not finish: {seen.error or seen.flags or run.returncode}"
+        f"the clean run did not finish: {error or seen.flags or run.returncode}"
     )  # fmt: skip
     return CleanReference(ref_median_ms=medians, problem=problem[:500])
 

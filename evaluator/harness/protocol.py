@@ -4,8 +4,10 @@ The child runs untrusted code, so anything on its result pipe may be forged.
 The parent knows the plan (workloads, seeds, order), so it knows exactly
 which messages an honest child sends and in what order; any other message,
 a duplicate, a wrong seed or file, or anything after the end is flagged as
-`result_channel` and never used. Host-clock stamps taken by the parent's
-reader thread give the wall time of the timing batches.
+`result_channel` and never used. A message in its place is parsed once, into
+the frozen dataclass of its kind (reports.py), which is all the judge reads.
+Host-clock stamps taken by the parent's reader thread give the wall time of
+the timing batches.
 """
 
 from __future__ import annotations
@@ -18,6 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .job import Plan, PlannedWorkload
+from .reports import (
+    BatchReport,
+    ErrorReport,
+    OutputReport,
+    ProfiledReport,
+    TimingReport,
+    parse_batch,
+    parse_error,
+    parse_notice,
+    parse_output,
+    parse_profiled,
+    parse_timing,
+)
 
 # Sent by the child's own checks: allowed between any two protocol messages.
 INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped", "kernels"}
@@ -31,12 +46,14 @@ def flag(check: str, detail: str) -> dict[str, str]:
 
 @dataclass
 class Observed:
-    outputs: dict[str, list[dict]] = field(default_factory=dict)
-    timings: dict[str, dict] = field(default_factory=dict)
+    """What the child reported, each message parsed once (reports.py), and the flags so far."""
+
+    outputs: dict[str, list[OutputReport]] = field(default_factory=dict)
+    timings: dict[str, TimingReport] = field(default_factory=dict)
     # A profiling pass's report of each workload's profiled call (counters.py).
-    profiled: dict[str, dict] = field(default_factory=dict)
-    batches: dict[str, dict] = field(default_factory=dict)
-    error: dict | None = None
+    profiled: dict[str, ProfiledReport] = field(default_factory=dict)
+    batches: dict[str, BatchReport] = field(default_factory=dict)
+    error: ErrorReport | None = None
     flags: list[dict[str, str]] = field(default_factory=list)
     # Back-to-back batches whose host time per call the reported median does
     # not explain; settled against ncu's kernel durations once the counters
@@ -214,6 +231,7 @@ def expected_sequence(plan: Plan) -> list[tuple[str, str, str]]:
 
 
 def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 0) -> Observed:
+    """The child's messages read against the plan: each in its place parsed, the rest flagged."""
     seen = Observed()
     steps = expected_sequence(plan)
     seeds = {w.name: w.seeds for w in plan.workloads}
@@ -228,10 +246,11 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
         if event in REQUESTS:
             continue
         if event in INFORMATIONAL:
-            _informational(seen, msg)
+            if notice := parse_notice(msg):
+                seen.flags.append(flag(notice.check, notice.detail))
             continue
         if event == "error":
-            seen.error = msg
+            seen.error = parse_error(msg)
             finished = True
             continue
         want = steps[position] if position < len(steps) else ("<end>", "", "")
@@ -246,15 +265,15 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
         elif event == "ready":
             seen.ready = True
         elif event == "output":
-            seen.outputs.setdefault(name, []).append(msg)
+            seen.outputs.setdefault(name, []).append(parse_output(msg))
         elif event == "batch_begin":
             batch_begin = stamp
         elif event == "batch_end" and batch_begin is not None:
-            seen.batches[name] = {**msg, "host_ms": (stamp - batch_begin) * 1e3}
+            seen.batches[name] = parse_batch(msg, host_ms=(stamp - batch_begin) * 1e3)
         elif event == "timing":
-            seen.timings[name] = msg
+            seen.timings[name] = parse_timing(msg)
         elif event == "profiled":
-            seen.profiled[name] = msg
+            seen.profiled[name] = parse_profiled(msg)
         elif event == "done":
             seen.done = True
             finished = True
@@ -345,35 +364,3 @@ def _mismatch(msg: dict, want: tuple[str, str, str], seeds: dict[str, tuple[int,
         if msg.get("file") != f"{name}.{tag}.out":
             return f"output of {name} names the file {msg.get('file')!r}"
     return ""
-
-
-def _informational(seen: Observed, msg: dict) -> None:
-    event = msg["event"]
-    if event == "bad_output":
-        seen.flags.append(flag("output_type", str(msg.get("message"))))
-    elif event == "escaped":
-        seen.flags.append(
-            flag(
-                "escaped_work",
-                f"{msg.get('workload')}: the output of timed call {msg.get('call')} changed after "
-                "the call's own stream had finished (work on another stream or thread)",
-            )
-        )
-    elif event == "l2_persistence":
-        seen.flags.append(
-            flag(
-                "l2_persistence",
-                f"{msg.get('workload')}: the submission reserved {msg.get('bytes')} bytes of "
-                "persisting L2 (reset before every timed call)",
-            )
-        )
-    elif event == "patched":
-        names = ", ".join(map(str, msg.get("names", [])))
-        seen.flags.append(flag("monkeypatch", f"changed during {msg.get('phase')}: {names}"))
-    elif event == "threads":
-        seen.flags.append(
-            flag(
-                "background_thread",
-                f"{msg.get('count')} Python thread(s) left running after {msg.get('phase')}",
-            )
-        )

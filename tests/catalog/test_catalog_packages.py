@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.judge import speed_of_light_terms
+from evaluator.harness.timingchecks import speed_of_light_terms
 from taskformat.hidden import SECRET_ENV, task_with_hidden
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 from taskformat.spec import Level, Mode, WorkloadRole

@@ -18,8 +18,11 @@ from typing import NamedTuple
 import pytest
 
 from evaluator.harness import judge, orchestrate, protocol, resultpipe, sandbox
+from evaluator.harness.compare import fingerprint_matches
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
 from evaluator.harness.job import Plan
+from evaluator.harness.reference import ReferenceOutputs
+from evaluator.harness.reports import CallPrint
 from evaluator.harness.timing import LAUNCH_COVER_US, MAX_COVER_US
 from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -120,12 +123,13 @@ def test_cuda_mode_messages_satisfy_the_parent_protocol(tmp_path):
     assert seen.done and seen.error is None
     assert set(seen.timings) == set(seen.batches) == {w.name for w in checks}
     for name, timing in seen.timings.items():
-        assert timing["sub_ms"] and timing["ref_ms"] and timing["prints"]
-        assert seen.batches[name]["calls"] >= 2
+        assert timing.sub_ms and timing.ref_ms and timing.prints and not timing.malformed
+        assert seen.batches[name].calls >= 2
         # Each side's cover, sized from its warm-up, and its host-bound calls.
+        assert timing.cover_us is not None and timing.host_bound is not None
         for who in ("sub", "ref"):
-            assert LAUNCH_COVER_US <= timing["cover_us"][who] <= MAX_COVER_US
-            assert 0 <= timing["host_bound"][who] <= len(timing[f"{who}_ms"])
+            assert LAUNCH_COVER_US <= getattr(timing.cover_us, who) <= MAX_COVER_US
+            assert 0 <= getattr(timing.host_bound, who) <= len(getattr(timing, f"{who}_ms"))
 
 
 def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
@@ -136,20 +140,20 @@ def test_timed_outputs_of_an_in_place_task_match_the_reference(tmp_path):
     task, plan, seen, log, _ = run_child_with_fake_cuda(tmp_path, "rotary_embedding", expert)
     assert task.inplace
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
-    reference = judge._Reference(task, Mode.INTERPRET)
+    reference = ReferenceOutputs(task, Mode.INTERPRET)
     for entry in plan.workloads:
         timing = seen.timings[entry.name]
         params = entry.params
-        assert [a["seed"] for a in timing["audit_prints"]] == list(entry.audits)
+        assert [a.seed for a in timing.audit_prints] == list(entry.audits)
         assert len(entry.audits) == 4
-        timed = timing["prints"] + timing["batch_prints"]
+        timed = timing.prints + timing.batch_prints
         sampled = [(item, FINGERPRINT_SAMPLES) for item in timed]
-        sampled += [(item, AUDIT_SAMPLES) for item in timing["audit_prints"]]
+        sampled += [(item, AUDIT_SAMPLES) for item in timing.audit_prints]
         for item, samples in sampled:
-            expected = reference.outputs(params, int(item["seed"]), entry.model_seed)
-            fp_seed = int(item["sample_seed"])
+            expected = reference.outputs(params, item.seed, entry.model_seed)
+            fp_seed = item.sample_seed
             assert fp_seed in entry.samples
-            assert judge._fingerprint_matches(item["fp"], expected, fp_seed, task, samples)
+            assert fingerprint_matches(item.fp, expected, fp_seed, task, samples)
 
 
 def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
@@ -175,7 +179,7 @@ def test_with_a_baseline_the_submission_is_timed_against_it(tmp_path):
     _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", expert, baseline)
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     assert "D2K-BASELINE-CALLED" in log
-    assert all(timing["ref_ms"] for timing in seen.timings.values())
+    assert all(timing.ref_ms for timing in seen.timings.values())
 
 
 def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tmp_path):
@@ -185,7 +189,12 @@ def test_a_clean_run_times_the_reference_alone_and_never_imports_a_submission(tm
     assert seen.flags == [] and seen.done, (seen.flags, log[-3000:])
     assert [kind for kind, _ in plan.steps] == ["time", "time"]
     for timing in seen.timings.values():
-        assert 1 <= len(timing["ref_ms"]) <= 4 and "sub_ms" not in timing
+        assert 1 <= len(timing.ref_ms) <= 4 and timing.sub_ms is None
+
+
+def sent_bytes(item: CallPrint) -> int:
+    """About what a call's fingerprint takes on the result pipe: its JSON."""
+    return len(json.dumps(dataclasses.asdict(item)))
 
 
 def adamw_task(*layers: int) -> TaskSpec:
@@ -218,10 +227,10 @@ def test_hundreds_of_outputs_cost_the_result_pipe_no_more_per_timed_call(tmp_pat
 
     def per_call(name: str) -> list[int]:
         timing = seen.timings[name]
-        return [len(json.dumps(item)) for item in timing["prints"] + timing["batch_prints"]]
+        return [sent_bytes(item) for item in timing.prints + timing.batch_prints]
 
     few, many = per_call("layers_0"), per_call("layers_22")
     assert max(many) < 1500 and max(many) < 1.25 * max(few) + 100, (few, many)
-    audits = [len(json.dumps(a)) for a in seen.timings["layers_22"]["audit_prints"]]
+    audits = [sent_bytes(a) for a in seen.timings["layers_22"].audit_prints]
     assert max(audits) < 40_000, audits
     assert run.channel_bytes < resultpipe.MAX_CHANNEL_BYTES / 100, run.channel_bytes

@@ -26,6 +26,7 @@ import pytest
 
 from evaluator.harness import childlog, isolation, killguard, orchestrate, proctree, redact, sandbox
 from evaluator.harness.job import TimingSettings
+from evaluator.harness.reports import parse_error
 from evaluator.harness.verdict import Status
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode
@@ -163,7 +164,9 @@ def test_a_hidden_workload_s_exception_type_is_named_only_from_the_parent_s_list
 
 
 def test_after_the_hidden_mark_every_error_is_redacted_whatever_workload_it_names():
-    error = {"kind": "runtime_error", "workload": "check_bf16_8x256", "message": "X: 3x40000"}
+    error = parse_error(
+        {"kind": "runtime_error", "workload": "check_bf16_8x256", "message": "X: 3x40000"}
+    )
     status, message = orchestrate._error_status(error, TASK, hidden_dealt=True)
     assert status is Status.RUNTIME_ERROR and "40000" not in message
     status, message = orchestrate._error_status(error, TASK, hidden_dealt=False)

@@ -14,6 +14,7 @@ several kernels in one call, tensor-core instructions, "n/a", thousands
 separators and scaled units.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -328,9 +329,12 @@ def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     # when one did not, or names a seed it never issued.
     assert judge.wrong_profiled_calls(task, plan, seen.profiled, Mode.INTERPRET) == []
     first, second = (w.name for w in checks)
-    wrong = json.loads(json.dumps(seen.profiled))
-    wrong[first]["fp"]["values"] = [v + 1.0 for v in wrong[first]["fp"]["values"]]
-    wrong[second]["seed"] += 1
+    spoilt = {**seen.profiled[first].fp}
+    spoilt["values"] = [v + 1.0 for v in spoilt["values"]]
+    wrong = {
+        first: dataclasses.replace(seen.profiled[first], fp=spoilt),
+        second: dataclasses.replace(seen.profiled[second], seed=seen.profiled[second].seed + 1),
+    }
     assert judge.wrong_profiled_calls(task, plan, wrong, Mode.INTERPRET) == [first, second]
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from evaluator.harness import fingerprints
-from evaluator.harness.judge import _fingerprint_matches
+from evaluator.harness.compare import fingerprint_matches
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Tolerance
 
@@ -32,7 +32,7 @@ def many_outputs(count: int, seed: int = 0) -> list[torch.Tensor]:
 
 
 def matches(outputs, expected) -> bool:
-    return _fingerprint_matches(fingerprints.fingerprint(outputs, seed=SEED), expected, SEED, TASK)
+    return fingerprint_matches(fingerprints.fingerprint(outputs, seed=SEED), expected, SEED, TASK)
 
 
 def test_the_size_of_a_fingerprint_does_not_grow_with_the_number_of_outputs():
@@ -99,7 +99,7 @@ def test_a_skipped_share_of_the_work_is_caught_in_almost_every_call():
     for o in lazy:
         o[: len(o) // 4] = 0.0
     caught = sum(
-        not _fingerprint_matches(fingerprints.fingerprint(lazy, seed=s), expected, s, TASK)
+        not fingerprint_matches(fingerprints.fingerprint(lazy, seed=s), expected, s, TASK)
         for s in range(200)
     )
     assert caught == 200
@@ -135,5 +135,5 @@ def test_each_dtype_is_compared_with_its_own_tolerance_and_integers_exactly():
 def test_a_forged_fingerprint_matches_nothing_and_raises_nothing(forge):
     expected = tuple(many_outputs(5))
     fp = fingerprints.fingerprint(expected, seed=SEED)
-    assert _fingerprint_matches(fp, expected, SEED, TASK)
-    assert not _fingerprint_matches(forge(fp), expected, SEED, TASK)
+    assert fingerprint_matches(fp, expected, SEED, TASK)
+    assert not fingerprint_matches(forge(fp), expected, SEED, TASK)

@@ -1,7 +1,8 @@
 """The parent's judgement of timed calls and of the whole run, on synthetic observations.
 
 These are the checks that only fire in cuda mode on a GPU; here they are fed
-the same messages a child sends, with outputs computed on the CPU.
+the same messages a child sends, parsed at the same boundary as the child's
+(reports.py), with outputs computed on the CPU.
 """
 
 import dataclasses
@@ -10,10 +11,12 @@ import pytest
 import torch
 
 from evaluator.harness import judge as judge_module
+from evaluator.harness import kernelchecks, reports, timingchecks
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.orchestrate import _decide
 from evaluator.harness.protocol import Observed
+from evaluator.harness.reference import ReferenceOutputs
 from evaluator.harness.sandbox import ChildRun
 from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -27,7 +30,7 @@ CEILINGS = {"ceilings": {"peak_tflops_bf16": 700.0, "peak_tbps": 4.0}}  # floor:
 
 @pytest.fixture(scope="module")
 def reference():
-    return judge_module._Reference(TASK, Mode.INTERPRET)
+    return ReferenceOutputs(TASK, Mode.INTERPRET)
 
 
 def prints_for(reference, seeds, *, answer_seed=None, samples=FINGERPRINT_SAMPLES):
@@ -55,26 +58,40 @@ def entry_for(spec=SPEC, audit_seeds=()):
     )
 
 
-def observe(reference, *, median=1.0, batch=None, stale=False):
-    seen = Observed()
+class Sent:
+    """The messages a child sent for the workload, as raw JSON objects, before the parse."""
+
+    def __init__(self, timing, batch, output):
+        self.timing, self.batch, self.output = timing, batch, output
+
+    def observed(self):
+        """What the parent reads of them: each parsed at the boundary, as protocol.collect does."""
+        seen = Observed()
+        seen.timings[SPEC.name] = reports.parse_timing(self.timing)
+        host_ms = self.batch.pop("host_ms")  # the parent's own clock, not the child's
+        seen.batches[SPEC.name] = reports.parse_batch(self.batch, host_ms=host_ms)
+        seen.outputs[SPEC.name] = [reports.parse_output(self.output)]
+        return seen
+
+
+def observe(reference, *, median=1.0, batch=None, stale=False, sent=False):
     answer = 999 if stale else None
-    seen.timings[SPEC.name] = {
+    timing = {
+        "event": "timing",
+        "workload": SPEC.name,
         "sub_ms": [median] * 20,
         "ref_ms": [2.0 * median] * 20,
         "prints": prints_for(reference, range(100, 105), answer_seed=answer),
         "batch_prints": prints_for(reference, range(200, 202), answer_seed=answer),
     }
-    seen.batches[SPEC.name] = batch or {
-        "calls": 10,
-        "event_ms": 10.0 * median,
-        "host_ms": 10.0 * median + 2,
-    }
-    seen.outputs[SPEC.name] = [{"host_ms": 55.0}]
-    return seen
+    batch = dict(batch or {"calls": 10, "event_ms": 10.0 * median, "host_ms": 10.0 * median + 2})
+    output = {"workload": SPEC.name, "seed": 0, "tag": "0", "file": "", "host_ms": 55.0}
+    messages = Sent(timing, {"event": "batch_end", "workload": SPEC.name, **batch}, output)
+    return messages if sent else messages.observed()
 
 
 def run_judge(reference, seen, spec=SPEC):
-    return judge_module._judge_timing(TASK, spec, entry_for(spec), seen, reference, set(), CEILINGS)
+    return timingchecks.judge_timing(TASK, spec, entry_for(spec), seen, reference, set(), CEILINGS)
 
 
 def checks(seen):
@@ -82,11 +99,12 @@ def checks(seen):
 
 
 def test_the_launch_covers_and_host_bound_calls_reach_the_measurement(reference):
-    seen = observe(reference)
-    seen.timings[SPEC.name] |= {
+    sent = observe(reference, sent=True)
+    sent.timing |= {
         "cover_us": {"sub": 450.0, "ref": 200.0},
         "host_bound": {"sub": 3, "ref": 0},
     }
+    seen = sent.observed()
     measurement, _, failure = run_judge(reference, seen)
     assert failure == "" and seen.flags == []
     assert (measurement.cover_us, measurement.ref_cover_us) == (450.0, 200.0)
@@ -146,7 +164,7 @@ GEMM_SPEC = dataclasses.replace(SPEC, flops=1e12, bytes=1e8)
 
 def judge_with(reference, spec, ceilings):
     seen = observe(reference)
-    _, extra, _ = judge_module._judge_timing(
+    _, extra, _ = timingchecks.judge_timing(
         TASK, spec, entry_for(spec), seen, reference, set(), ceilings
     )
     return seen, extra
@@ -184,10 +202,11 @@ def test_in_interpret_mode_there_is_no_ceiling_and_no_speed_of_light(reference):
 
 
 def audited_judge(reference, audit_prints, planned_seeds=(300, 301)):
-    seen = observe(reference)
-    seen.timings[SPEC.name]["audit_prints"] = audit_prints
+    sent = observe(reference, sent=True)
+    sent.timing["audit_prints"] = audit_prints
+    seen = sent.observed()
     entry = entry_for(audit_seeds=planned_seeds)
-    return seen, judge_module._judge_timing(TASK, SPEC, entry, seen, reference, set(), CEILINGS)
+    return seen, timingchecks.judge_timing(TASK, SPEC, entry, seen, reference, set(), CEILINGS)
 
 
 def test_audit_calls_that_read_their_own_inputs_pass(reference):
@@ -202,7 +221,7 @@ def test_an_audit_call_that_read_the_decoy_inputs_makes_the_workload_incorrect(r
     honest = prints_for(reference, (300,), samples=AUDIT_SAMPLES)
     ahead = prints_for(reference, (301,), answer_seed=1, samples=AUDIT_SAMPLES)
     seen, (_, _, failure) = audited_judge(reference, honest + ahead)
-    assert failure == judge_module.AUDIT_FAILURE and seen.flags == []
+    assert failure == timingchecks.AUDIT_FAILURE and seen.flags == []
 
 
 @pytest.mark.parametrize(
@@ -256,7 +275,7 @@ def seen_with(**fields):
         ),
         (
             ChildRun(returncode=0),
-            seen_with(done=False, error={"kind": "compile_error"}),
+            seen_with(done=False, error=reports.parse_error({"kind": "compile_error"})),
             [],
             Status.COMPILE_ERROR,
         ),
@@ -321,13 +340,13 @@ def test_a_crash_under_bubblewrap_names_its_signal():
 def test_a_malformed_timing_report_is_flagged_not_a_crash(reference, forged):
     # The report comes from the child, where the submission runs: a forged
     # one is evidence, and must not take the orchestrator down.
-    seen = observe(reference)
+    sent = observe(reference, sent=True)
     if forged == "batch with no calls":
-        seen.batches[SPEC.name]["calls"], forged = 0, {}
+        sent.batch["calls"], forged = 0, {}
     if forged == "cold start not a number":
-        seen.outputs[SPEC.name] = [{"host_ms": "slow"}]
-        forged = {}
-    seen.timings[SPEC.name].update(forged)
+        sent.output["host_ms"], forged = "slow", {}
+    sent.timing.update(forged)
+    seen = sent.observed()
     measurement, _, failure = run_judge(reference, seen)
     assert measurement is None and "malformed" in failure
     assert checks(seen) == ["result_channel"]
@@ -335,8 +354,9 @@ def test_a_malformed_timing_report_is_flagged_not_a_crash(reference, forged):
 
 def test_a_sampled_call_whose_seed_the_parent_never_issued_is_a_malformed_report(reference):
     # A child that reports an easy seed of its own choosing (or one call twice).
-    seen = observe(reference)
-    seen.timings[SPEC.name]["prints"][0]["seed"] = 12345
+    sent = observe(reference, sent=True)
+    sent.timing["prints"][0]["seed"] = 12345
+    seen = sent.observed()
     measurement, _, failure = run_judge(reference, seen)
     assert measurement is None and "malformed" in failure
     assert "seeds" in seen.flags[0]["detail"]
@@ -345,16 +365,16 @@ def test_a_sampled_call_whose_seed_the_parent_never_issued_is_a_malformed_report
 def test_ops_beyond_glue_are_flagged_by_name_forbidden_ones_as_forbidden_op():
     seen = Observed()
     glue = ["aten::empty_like", "aten::view", "aten::copy_", "aten::_to_copy", "aten::fill_"]
-    judge_module._judge_ops(TASK, SPEC, glue, seen)
+    kernelchecks.judge_ops(TASK, SPEC, glue, seen)
     assert seen.flags == []
-    judge_module._judge_ops(TASK, SPEC, [*glue, "aten::exp", "aten::_softmax", "aten::sum"], seen)
+    kernelchecks.judge_ops(TASK, SPEC, [*glue, "aten::exp", "aten::_softmax", "aten::sum"], seen)
     assert checks(seen) == ["compute_op", "forbidden_op"]
     details = {f["check"]: f["detail"] for f in seen.flags}
     assert "aten::exp, aten::sum" in details["compute_op"]
     assert "aten::_softmax" in details["forbidden_op"]
     allowing = dataclasses.replace(TASK, allowed_ops=("aten::exp", "aten::sum"))
     seen = Observed()
-    judge_module._judge_ops(allowing, SPEC, ["aten::exp", "aten::sum"], seen)
+    kernelchecks.judge_ops(allowing, SPEC, ["aten::exp", "aten::sum"], seen)
     assert seen.flags == []
 
 
@@ -365,9 +385,7 @@ def test_pinning_a_pointer_table_is_not_a_compute_op():
     adamw = load_task(DEFAULT_CATALOG_DIR / "fused_adamw")
     ops = ["aten::lift_fresh", "aten::pin_memory", "aten::_pin_memory", "aten::is_pinned"]
     seen = Observed()
-    judge_module._judge_ops(
-        adamw, adamw.workloads[0], [*ops, "aten::_to_copy", "aten::copy_"], seen
-    )
+    kernelchecks.judge_ops(adamw, adamw.workloads[0], [*ops, "aten::_to_copy", "aten::copy_"], seen)
     assert seen.flags == []
 
 
@@ -378,7 +396,7 @@ def test_only_kernels_the_submission_compiled_or_glue_may_run():
         "# sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1\n"
         "triton_poi_fused_exp_sub_0 = 'named, never declared'\n"
     )
-    own = judge_module.own_kernel_names(source)
+    own = kernelchecks.own_kernel_names(source)
     kernels = [
         "_softmax_single_pass",
         "void d2k_rows<float>(float const*, float*, long)",
@@ -389,10 +407,10 @@ def test_only_kernels_the_submission_compiled_or_glue_may_run():
         "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
         "triton_poi_fused_exp_sub_0",
     ]
-    assert judge_module.kernel_base_name(kernels[1]) == "d2k_rows"
-    assert judge_module.library_kernels(kernels, own) == [kernels[6], kernels[7]]
+    assert kernelchecks.kernel_base_name(kernels[1]) == "d2k_rows"
+    assert kernelchecks.library_kernels(kernels, own) == [kernels[6], kernels[7]]
     seen = Observed()
-    judge_module._judge_kernels(SPEC, kernels, own, seen)
+    kernelchecks.judge_kernels(SPEC, kernels, own, seen)
     assert checks(seen) == ["library_kernel"] and "sm90_xmma_gemm" in seen.flags[0]["detail"]
 
 
@@ -420,8 +438,8 @@ def test_a_kernel_is_own_only_where_the_submission_declares_it():
     # A library kernel's name in a comment, a docstring, a variable or a
     # commented-out line of CUDA declares nothing; a Triton JIT function
     # (under autotune too) and a __global__ in a compiled string do.
-    assert judge_module.own_kernel_names(OWN_AND_NAMED) == {"tuned", "d2k_hist"}
-    assert judge_module.own_kernel_names("def broken(:") == set()
+    assert kernelchecks.own_kernel_names(OWN_AND_NAMED) == {"tuned", "d2k_hist"}
+    assert kernelchecks.own_kernel_names("def broken(:") == set()
 
 
 def test_a_call_whose_every_kernel_is_glue_did_the_task_in_glue():
@@ -430,18 +448,23 @@ def test_a_call_whose_every_kernel_is_glue_did_the_task_in_glue():
         "d2k_cover",
     ]
     seen = Observed()
-    judge_module._judge_glue(SPEC, glue, {"_transpose_tile"}, seen)
+    kernelchecks.judge_glue(SPEC, glue, {"_transpose_tile"}, seen)
     assert checks(seen) == ["glue_work"]
     seen = Observed()
-    judge_module._judge_glue(SPEC, [*glue, "_transpose_tile"], {"_transpose_tile"}, seen)
+    kernelchecks.judge_glue(SPEC, [*glue, "_transpose_tile"], {"_transpose_tile"}, seen)
     assert seen.flags == []
     seen = Observed()
-    judge_module._judge_glue(SPEC, ["d2k_cover"], set(), seen)
+    kernelchecks.judge_glue(SPEC, ["d2k_cover"], set(), seen)
     assert seen.flags == []
     # Library kernels are library_kernel's business, not glue's.
     seen = Observed()
-    judge_module._judge_kernels(SPEC, glue, {"_transpose_tile"}, seen)
+    kernelchecks.judge_kernels(SPEC, glue, {"_transpose_tile"}, seen)
     assert seen.flags == []
+
+
+def layout_problem(layouts, expected, *, inplace):
+    """The judge's reading of the layouts a child sent, parsed as protocol.collect parses them."""
+    return judge_module.layout_problem(reports.parse_layouts(layouts), expected, inplace=inplace)
 
 
 def _reference_layout(shape=(4, 6), strides=None, aliases=()):
@@ -456,23 +479,16 @@ def _reference_layout(shape=(4, 6), strides=None, aliases=()):
 
 def test_an_output_must_have_the_reference_s_layout_and_memory_of_its_own():
     expected = (torch.empty(4, 6),)
-    assert judge_module.layout_problem([_reference_layout()], expected, inplace=False) == ""
-    transposed = judge_module.layout_problem(
-        [_reference_layout(strides=(1, 4))], expected, inplace=False
-    )
+    assert layout_problem([_reference_layout()], expected, inplace=False) == ""
+    transposed = layout_problem([_reference_layout(strides=(1, 4))], expected, inplace=False)
     assert "strides (1, 4)" in transposed and "(6, 1)" in transposed
-    view = judge_module.layout_problem([_reference_layout(aliases=(0,))], expected, inplace=False)
+    view = layout_problem([_reference_layout(aliases=(0,))], expected, inplace=False)
     assert "shares memory with input 0" in view
     # A task that works in place returns its inputs.
-    assert (
-        judge_module.layout_problem([_reference_layout(aliases=(0,))], expected, inplace=True) == ""
-    )
+    assert layout_problem([_reference_layout(aliases=(0,))], expected, inplace=True) == ""
     # A dimension of size one may have any stride.
     single = (torch.empty(1, 6),)
     assert (
-        judge_module.layout_problem(
-            [_reference_layout((1, 6), strides=(999, 1))], single, inplace=False
-        )
-        == ""
+        layout_problem([_reference_layout((1, 6), strides=(999, 1))], single, inplace=False) == ""
     )
-    assert "returned 0 outputs" in judge_module.layout_problem(None, expected, inplace=False)
+    assert "returned 0 outputs" in layout_problem(None, expected, inplace=False)

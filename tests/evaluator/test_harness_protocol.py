@@ -30,8 +30,8 @@ def honest_messages():
 def test_an_honest_sequence_is_accepted_without_flags():
     seen = collect(honest_messages(), PLAN)
     assert seen.done and seen.started and not seen.flags
-    assert [m["tag"] for m in seen.outputs["a"]] == ["0", "0r", "1"]
-    assert seen.batches["a"]["host_ms"] == pytest.approx(1000.0)
+    assert [m.tag for m in seen.outputs["a"]] == ["0", "0r", "1"]
+    assert seen.batches["a"].host_ms == pytest.approx(1000.0)
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_forged_or_out_of_order_messages_are_flagged(forge, fragment):
 def test_an_error_ends_the_sequence_and_is_kept():
     msgs = [*honest_messages()[:3], (3.0, {"event": "error", "kind": "runtime_error"})]
     seen = collect(msgs, PLAN)
-    assert seen.error["kind"] == "runtime_error" and not seen.flags and not seen.done
+    assert seen.error.kind == "runtime_error" and not seen.flags and not seen.done
 
 
 def test_malformed_lines_are_flagged():
