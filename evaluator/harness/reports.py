@@ -101,7 +101,7 @@ class OutputReport:
 
 def parse_output(msg: dict) -> OutputReport:
     """An `output` message whose workload, tag, seed and file protocol.collect has checked."""
-    mutated = msg.get("mutated_inputs") or ()
+    mutated = msg.get("mutated_inputs")
     host_ms = msg.get("host_ms", 0.0)
     return OutputReport(
         workload=str(msg["workload"]),
@@ -110,10 +110,17 @@ def parse_output(msg: dict) -> OutputReport:
         file=str(msg["file"]),
         ops=strings(msg.get("ops", [])),
         kernels=strings(msg.get("kernels", [])),
-        mutated_inputs=tuple(mutated) if isinstance(mutated, list) else (mutated,),
+        mutated_inputs=_listed(mutated),
         layouts=parse_layouts(msg.get("layouts")),
         host_ms=float(host_ms) if is_number(host_ms) else None,
     )
+
+
+def _listed(value: object) -> tuple:
+    """A list's items; any other value that is not empty or false, alone."""
+    if isinstance(value, list):
+        return tuple(value)
+    return (value,) if value else ()
 
 
 @dataclass(frozen=True)

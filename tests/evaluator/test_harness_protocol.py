@@ -1,5 +1,6 @@
 import pytest
 
+from evaluator.harness import reports
 from evaluator.harness.job import Plan, PlannedWorkload
 from evaluator.harness.protocol import collect, expected_sequence
 
@@ -73,3 +74,25 @@ def test_informational_events_become_flags_wherever_they_appear():
     assert seen.flags == [
         {"check": "monkeypatch", "detail": "changed during import: time.perf_counter"}
     ]
+
+
+def test_an_output_message_is_parsed_once_into_what_the_judge_reads():
+    honest = {
+        "event": "output",
+        "workload": "a",
+        "seed": 11,
+        "tag": "0",
+        "file": "a.0.out",
+        "ops": ["aten::empty", 3],
+        "kernels": [],
+        "mutated_inputs": [],
+        "layouts": [{"shape": [4], "dtype": "torch.float32", "strides": [1], "aliases": []}],
+        "host_ms": 2.5,
+    }
+    report = reports.parse_output(honest)
+    assert report.mutated_inputs == () and report.ops == ("aten::empty",)
+    assert report.layouts == (reports.OutputLayout((4,), "torch.float32", (1,), ()),)
+    assert report.host_ms == 2.5
+    forged = reports.parse_output({**honest, "mutated_inputs": [0], "host_ms": "slow"})
+    assert forged.mutated_inputs == (0,) and forged.host_ms is None
+    assert reports.parse_output({**honest, "layouts": "none"}).layouts is None
