@@ -44,7 +44,7 @@ class Child(Timing):
         # has one (inputs still come from reference.py), else the reference.
         self.base = load_module(job.baseline, "d2k_baseline") if job.baseline else self.ref
         # A clean run times the baseline alone, in a process that never
-        # imports the submission (orchestrate: reference_tampering).
+        # imports the submission (cleanreference.py: reference_tampering).
         self.clean = job.clean
         # A profiling pass (counters.py) makes one untimed call of each timed
         # workload, under ncu, and no other.

@@ -124,7 +124,7 @@ def ncu_command(ncu: str, csv_path: str) -> list[str]:
 
 
 def child_path() -> str:
-    """The PATH the sandboxed child gets (orchestrate does the same)."""
+    """The PATH the sandboxed child gets (launch.run_harness_child gives it the same)."""
     return f"{Path(sys.executable).parent}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
 
 
@@ -238,12 +238,22 @@ def _profiling_pass(
             guard=False,
         )
         text = _read(workdir / "ncu.csv")
-        log = run.log
         if sink is not None:
-            sink += [text, log]
+            sink += [text, run.log]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(public_dir, ignore_errors=True)
+    _check_pass(task, run, dealer, text)
+    return text
+
+
+def _check_pass(task: TaskSpec, run: sandbox.ChildRun, dealer: protocol.Dealer, text: str) -> None:
+    """CountersError with the note, unless the pass ran as planned and ncu printed its table.
+
+    Every profiled call must have computed the reference's answer: the
+    counters are of the work the timed child was judged on.
+    """
+    log = run.log
     observed = protocol.collect(run.messages, dealer.record())
     table = True
     try:
@@ -272,7 +282,6 @@ def _profiling_pass(
             f"not read: the profiled call of {', '.join(wrong)} did not compute the reference's "
             "answer"
         )
-    return text
 
 
 def _child_env(work: str) -> dict[str, str]:

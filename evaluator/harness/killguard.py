@@ -4,7 +4,7 @@ A sandboxed child can end by SIGKILL only from outside its own processes
 once this filter is loaded (the orchestrator's watchdog, the host's
 out-of-memory killer, a signal from another process of the host), so the
 orchestrator can tell those from the submission's own behaviour
-(orchestrate._decide: `worker_error`, never blamed on the submitter). The
+(decision.decide: `worker_error`, never blamed on the submitter). The
 filter refuses (EPERM), in the child and everything it starts:
 
 - every system call that sends a signal (kill, tkill, tgkill,

@@ -23,7 +23,7 @@ from .profilemark import MARK_KERNEL
 # mma instructions (mma.sync, Ampere's path, also on Hopper), gmma the
 # warpgroup ones (wgmma, Hopper's own). The duration is each kernel's time on
 # the device by ncu's clock, not the child's: a host-clock excess is held
-# against it (orchestrate.settle_host_clock). ncu's table is still within the
+# against it (timingchecks.settle_host_clock). ncu's table is still within the
 # submission's reach (docs/evaluator.md, Known gaps).
 METRICS = {
     "duration": "gpu__time_duration.sum",

@@ -57,7 +57,7 @@ class Observed:
     flags: list[dict[str, str]] = field(default_factory=list)
     # Back-to-back batches whose host time per call the reported median does
     # not explain; settled against ncu's kernel durations once the counters
-    # pass has run (orchestrate.settle_host_clock).
+    # pass has run (timingchecks.settle_host_clock).
     host_clock: list[dict[str, Any]] = field(default_factory=list)
     started: bool = False
     ready: bool = False

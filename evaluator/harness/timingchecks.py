@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from typing import Any
 
 from taskformat.spec import TaskSpec, WorkloadSpec
 
@@ -27,7 +28,7 @@ from .protocol import Observed, flag
 from .reference import ReferenceOutputs
 from .reports import BatchReport, CallPrint, OutputReport, TimingReport
 from .timing import summarize
-from .verdict import Measurement
+from .verdict import Measurement, WorkloadOutcome
 
 # Every timed and back-to-back call's fingerprint is checked against the
 # reference, in a random order, until the reference outputs this needs have
@@ -239,7 +240,7 @@ def _judge_batch(spec: WorkloadSpec, batch: BatchReport, med: float, seen: Obser
     # cover hides the host's queueing from the events, not from a
     # back-to-back batch (fused_adamw's expert builds its pointer tables on
     # the host: 0.44 ms a call on the H200, for 0.07 ms of kernels). Which
-    # one, ncu's kernel durations say (orchestrate.settle_host_clock).
+    # one, ncu's kernel durations say (settle_host_clock).
     host_per_call = max(host - BATCH_MESSAGE_MS, 0.0) / calls
     if host_per_call > host_clock_bound_ms(med):
         seen.host_clock.append(
@@ -304,3 +305,50 @@ def speed_of_light_terms(spec: WorkloadSpec, ceilings: dict) -> tuple[float | No
 def _deciles(times: tuple[float, ...]) -> list[float]:
     ordered = sorted(times)
     return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1) / 10))] for q in range(11)]
+
+
+def settle_host_clock(
+    pending: list[dict[str, Any]], results: list[WorkloadOutcome]
+) -> tuple[list[dict], list[dict]]:
+    """The judge's host-clock discrepancies, each a `timing_inconsistent` flag or explained.
+
+    A back-to-back batch took the orchestrator's clock more time per call
+    than the reported median explains. Where ncu timed the same call's
+    kernels (the counters pass, a process of its own) and they fit the
+    median's bound too, the difference is the host's own work between calls,
+    which the launch cover keeps out of the events: the call is host-bound,
+    and the verdict lists it under `host_overhead`. Otherwise (the kernels
+    took longer, or no counters were read) the reported times do not add up.
+    Returns (flags, explained).
+    """
+    by_name = {r.name: r for r in results}
+    flags, explained = [], []
+    for item in pending:
+        name, host_ms, median_ms = item["workload"], item["host_ms_per_call"], item["median_ms"]
+        result = by_name.get(name)
+        kernel_ms = (result.counters or {}).get("kernel_ms") if result is not None else None
+        said = (
+            f"{name}: back-to-back calls took {host_ms:.4f} ms each by the orchestrator's "
+            f"clock, against a reported median of {median_ms:.4f} ms"
+        )
+        if kernel_ms is None:
+            flags.append(
+                flag("timing_inconsistent", f"{said}, and no counters pass timed its kernels")
+            )
+        elif kernel_ms > host_clock_bound_ms(median_ms):
+            flags.append(
+                flag(
+                    "timing_inconsistent",
+                    f"{said}, and its kernels took {kernel_ms:.4f} ms a call under ncu",
+                )
+            )
+        else:
+            explained.append(
+                {
+                    "workload": name,
+                    "host_ms_per_call": round(host_ms, 4),
+                    "median_ms": round(median_ms, 4),
+                    "kernel_ms": kernel_ms,
+                }
+            )
+    return flags, explained

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from evaluator.harness import orchestrate
+from evaluator.harness import cleanreference, launch, timingchecks
 from evaluator.harness.job import CleanReference
 from evaluator.harness.verdict import Measurement, Status, WorkloadOutcome
 from taskformat.package import (
@@ -49,7 +49,7 @@ def test_the_sandbox_gets_reference_and_baseline_but_never_task_toml(tmp_path):
     (package / "baseline.py").write_text(BASELINE)
     public = tmp_path / "public"
     public.mkdir()
-    orchestrate._public_package(load_task(package), public)
+    launch.public_package(load_task(package), public)
     assert sorted(p.name for p in public.iterdir()) == ["baseline.py", "reference.py"]
 
 
@@ -74,12 +74,12 @@ def _timed(name: str, ref_median_ms: float, ref_host_bound_calls: int = 0) -> Wo
 def test_a_reference_slower_beside_the_submission_than_in_a_clean_process_is_flagged():
     clean = CleanReference(ref_median_ms={"a": 0.0200, "b": 0.0200, "c": 0.0200})
     results = [_timed("a", 0.0212), _timed("b", 0.0800), _timed("c", 0.0392)]
-    flags = orchestrate.reference_tampering(results, clean)
+    flags = cleanreference.reference_tampering(results, clean)
     # 6 % slower is noise, and so is 96 % for a launch-bound reference; four
     # times slower (a patched torch.softmax) is an attempt.
     assert [f["check"] for f in flags] == ["reference_tampering"]
     assert flags[0]["detail"].startswith("b: ")
-    assert orchestrate.reference_tampering(results, CleanReference()) == []
+    assert cleanreference.reference_tampering(results, CleanReference()) == []
 
 
 def test_a_host_bound_reference_is_not_compared_with_its_clean_run():
@@ -92,7 +92,7 @@ def test_a_host_bound_reference_is_not_compared_with_its_clean_run():
         _timed("half", 8.34, ref_host_bound_calls=200),
         _timed("gpu", 8.34, ref_host_bound_calls=1),
     ]
-    flags = orchestrate.reference_tampering(results, clean)
+    flags = cleanreference.reference_tampering(results, clean)
     assert [f["detail"].split(":")[0] for f in flags] == ["half", "gpu"]
 
 
@@ -106,7 +106,7 @@ def test_a_host_bound_reference_is_not_compared_with_its_clean_run():
 )
 def test_the_speedup_is_against_the_faster_of_the_two_reference_times(beside_ms, clean_ms, speedup):
     medians = {"a": clean_ms} if clean_ms is not None else {}
-    (result,) = orchestrate.with_clean_reference(
+    (result,) = cleanreference.with_clean_reference(
         [_timed("a", beside_ms)], CleanReference(ref_median_ms=medians)
     )
     assert result.measurement.speedup == pytest.approx(speedup)
@@ -123,7 +123,7 @@ def test_a_host_bound_call_is_explained_by_its_kernels_durations_under_ncu():
     # of kernels by the events, and ncu times its kernels at about that.
     pending = [{"workload": "a", "host_ms_per_call": 0.4399, "median_ms": 0.0698}]
     results = [_with_kernels(_timed("a", 0.28), 0.081)]
-    flags, explained = orchestrate.settle_host_clock(pending, results)
+    flags, explained = timingchecks.settle_host_clock(pending, results)
     assert flags == []
     assert explained == [
         {"workload": "a", "host_ms_per_call": 0.4399, "median_ms": 0.0698, "kernel_ms": 0.081}
@@ -139,7 +139,7 @@ def test_a_host_bound_call_is_explained_by_its_kernels_durations_under_ncu():
 )
 def test_a_host_clock_the_kernels_do_not_explain_is_timing_inconsistent(kernel_ms, fragment):
     pending = [{"workload": "a", "host_ms_per_call": 2.6, "median_ms": 0.1}]
-    flags, explained = orchestrate.settle_host_clock(
+    flags, explained = timingchecks.settle_host_clock(
         pending, [_with_kernels(_timed("a", 0.28), kernel_ms)]
     )
     assert explained == [] and [f["check"] for f in flags] == ["timing_inconsistent"]

@@ -2,21 +2,21 @@
 
 from pathlib import Path
 
-from evaluator.harness import orchestrate
+from evaluator.harness import launch
 from evaluator.harness.protocol import Observed
 from tests.evaluator.test_harness_sandbox import run_script
 
 
 def test_one_process_on_the_gpu_is_the_child_and_no_flag():
     seen = Observed()
-    orchestrate._census({4242}, seen)
-    orchestrate._census(set(), seen)
+    launch.census({4242}, seen)
+    launch.census(set(), seen)
     assert seen.flags == []
 
 
 def test_a_second_process_on_the_gpu_is_flagged():
     seen = Observed()
-    orchestrate._census({4243, 4242}, seen)
+    launch.census({4243, 4242}, seen)
     assert [f["check"] for f in seen.flags] == ["gpu_process"]
     assert "4242, 4243" in seen.flags[0]["detail"]
 

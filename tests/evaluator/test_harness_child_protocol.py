@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from evaluator.harness import judge, orchestrate, protocol, resultpipe, sandbox
+from evaluator.harness import judge, launch, orchestrate, protocol, resultpipe, sandbox
 from evaluator.harness.compare import fingerprint_matches
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
 from evaluator.harness.job import Plan
@@ -63,11 +63,10 @@ def run_child_with_fake_cuda(
     )
     # The check workloads, timed as cuda mode times its timed ones.
     planned = tuple(
-        dataclasses.replace(w, timed=True)
-        for w in orchestrate.planned_workloads(checks, Mode.INTERPRET)
+        dataclasses.replace(w, timed=True) for w in launch.planned_workloads(checks, Mode.INTERPRET)
     )
-    dealer = orchestrate.dealer_for(task, planned, settings, clean=clean)
-    job = orchestrate.child_job(
+    dealer = launch.dealer_for(task, planned, settings, clean=clean)
+    job = launch.child_job(
         task=task,
         mode=Mode.CUDA,
         settings=settings,

@@ -24,7 +24,18 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import childlog, isolation, killguard, orchestrate, proctree, redact, sandbox
+from evaluator.harness import (
+    childlog,
+    cleanreference,
+    decision,
+    isolation,
+    killguard,
+    launch,
+    orchestrate,
+    proctree,
+    redact,
+    sandbox,
+)
 from evaluator.harness.job import TimingSettings
 from evaluator.harness.reports import parse_error
 from evaluator.harness.verdict import Status
@@ -60,18 +71,18 @@ def harness_imports() -> set[str]:
 def _public_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "task"
     folder.mkdir()
-    orchestrate._public_package(TASK, folder)
+    launch.public_package(TASK, folder)
     return folder
 
 
 def _child(source: str, workdir: Path, public_dir: Path, *, clean: bool = False):
-    workloads = orchestrate.planned_workloads(TASK.workloads_for(Mode.INTERPRET), Mode.INTERPRET)
-    dealer = orchestrate.dealer_for(TASK, workloads, TimingSettings(), clean=clean)
-    run = orchestrate._run_child(
+    workloads = launch.planned_workloads(TASK.workloads_for(Mode.INTERPRET), Mode.INTERPRET)
+    dealer = launch.dealer_for(TASK, workloads, TimingSettings(), clean=clean)
+    run = launch.run_harness_child(
         TASK, source, Mode.INTERPRET, dealer, TimingSettings(), workdir, public_dir, 600, None,
         clean=clean,
     )  # fmt: skip
-    return run, orchestrate._collect(run, dealer.record(), dealer)
+    return run, launch.collect(run, dealer.record(), dealer)
 
 
 @pytest.mark.slow
@@ -91,7 +102,7 @@ def test_no_child_imports_a_module_the_submission_planted(level, tmp_path, monke
         run, seen = _child("", scratch, public_dir, clean=True)
         assert seen.done and seen.error is None, run.log[-3000:]
         # ...and the clean reference starts in a folder of its own.
-        clean = orchestrate._clean_reference_times(
+        clean = cleanreference.clean_reference_times(
             TASK, Mode.INTERPRET, TimingSettings(), public_dir, 600, None
         )
         assert clean.problem == ""
@@ -167,9 +178,9 @@ def test_after_the_hidden_mark_every_error_is_redacted_whatever_workload_it_name
     error = parse_error(
         {"kind": "runtime_error", "workload": "check_bf16_8x256", "message": "X: 3x40000"}
     )
-    status, message = orchestrate._error_status(error, TASK, hidden_dealt=True)
+    status, message = decision.error_status(error, TASK, hidden_dealt=True)
     assert status is Status.RUNTIME_ERROR and "40000" not in message
-    status, message = orchestrate._error_status(error, TASK, hidden_dealt=False)
+    status, message = decision.error_status(error, TASK, hidden_dealt=False)
     assert message == "X: 3x40000 (workload check_bf16_8x256)"
 
 
@@ -198,7 +209,7 @@ def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, mo
     )
     assert run.killed_for == "scratch", run.log
     assert run.wall_seconds < 60
-    status, message = orchestrate._killed(run) or (None, "")
+    status, message = decision.killed_status(run) or (None, "")
     assert status is Status.OUT_OF_MEMORY and "scratch folder" in message
 
 
@@ -235,7 +246,7 @@ def test_time_spent_waiting_for_a_cpu_is_not_counted_against_the_time_limit(tmp_
     assert busy.killed_for == "timeout", busy
     cap = 3 * sandbox.Limits().max_wall_factor
     assert busy.wall_seconds <= cap + 2
-    status, message = orchestrate._killed(busy) or (None, "")
+    status, message = decision.killed_status(busy) or (None, "")
     assert status is Status.TIMEOUT
     if busy.wall_capped:
         # So busy a host that the child had not run for its limit by twice the limit in

@@ -12,9 +12,9 @@ import torch
 
 from evaluator.harness import judge as judge_module
 from evaluator.harness import kernelchecks, reports, timingchecks
+from evaluator.harness.decision import decide
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
 from evaluator.harness.job import PlannedWorkload
-from evaluator.harness.orchestrate import _decide
 from evaluator.harness.protocol import Observed
 from evaluator.harness.reference import ReferenceOutputs
 from evaluator.harness.sandbox import ChildRun
@@ -291,12 +291,12 @@ def seen_with(**fields):
     ],
 )
 def test_one_status_in_order_of_precedence(run, seen, results, status):
-    assert _decide(run, seen, results, expected=1, task=TASK)[0] is status
+    assert decide(run, seen, results, expected=1, task=TASK)[0] is status
 
 
 def test_a_flagged_kernel_that_was_killed_says_so():
     run = ChildRun(returncode=-9, killed_for="timeout", wall_seconds=60.0)
-    _, message = _decide(run, seen_with(flags=[{"check": "monkeypatch"}]), [], 1, task=TASK)
+    _, message = decide(run, seen_with(flags=[{"check": "monkeypatch"}]), [], 1, task=TASK)
     assert message == "honesty check fired: monkeypatch (then killed after the 60 s time limit)"
 
 
@@ -308,7 +308,7 @@ def test_a_child_ended_by_the_wall_time_cap_is_told_apart_from_one_that_ran_its_
         cpu_wait_seconds=700.0,
         wall_capped=True,
     )
-    _, message = _decide(run, seen_with(done=False), [], 1, task=TASK)
+    _, message = decide(run, seen_with(done=False), [], 1, task=TASK)
     assert message == (
         "killed after 1200 s of wall time, the most an evaluation may take on a busy host "
         "(700 s of it waiting for a CPU)"
@@ -317,7 +317,7 @@ def test_a_child_ended_by_the_wall_time_cap_is_told_apart_from_one_that_ran_its_
 
 def test_a_crash_under_bubblewrap_names_its_signal():
     run = ChildRun(returncode=139, isolation="bwrap")
-    _, message = _decide(run, seen_with(done=False), [], 1, task=TASK)
+    _, message = decide(run, seen_with(done=False), [], 1, task=TASK)
     assert "signal 11" in message
 
 

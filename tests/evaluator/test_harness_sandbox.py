@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import isolation, orchestrate, resultpipe, sandbox
+from evaluator.harness import decision, isolation, launch, resultpipe, sandbox
 from evaluator.harness.job import Plan
 from evaluator.harness.protocol import Dealer
 from evaluator.harness.verdict import Status
@@ -78,9 +78,9 @@ def test_a_child_that_floods_the_result_pipe_is_killed_at_once(monkeypatch, tmp_
 
     # The verdict: flagged, and the message says why the process ended.
     dealer = Dealer((), seeds=TASK.seeds)
-    seen = orchestrate._collect(run, Plan(workloads=(), steps=(), seeds=TASK.seeds), dealer)
+    seen = launch.collect(run, Plan(workloads=(), steps=(), seeds=TASK.seeds), dealer)
     assert "killed" in " ".join(f["detail"] for f in seen.flags)
-    status, message = orchestrate._decide(run, seen, [], 1, task=TASK)
+    status, message = decision.decide(run, seen, [], 1, task=TASK)
     assert status is Status.FLAGGED
     assert message.startswith("honesty check fired: result_channel (then killed for writing")
 

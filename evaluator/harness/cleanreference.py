@@ -1,0 +1,117 @@
+"""The clean reference: the baseline timed again in a process that never imports the submission.
+
+Nothing a submission does at import or in its calls (patching torch.softmax,
+overriding aten::_softmax through torch.library) reaches that process. Each
+timed workload's speedup is taken against the faster of the two reference
+medians, and a baseline far slower beside the submission than alone is
+flagged `reference_tampering`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+from taskformat.spec import Mode, TaskSpec
+
+from . import protocol, sandbox
+from .job import CleanReference, TimingSettings
+from .launch import collect, dealer_for, planned_workloads, run_harness_child
+from .verdict import WorkloadOutcome
+
+# The in-process baseline may be slower than in a clean process by this much
+# before it is flagged: across processes an honest reference's median moves
+# by a few percent (allocator placement, the GPU's state; docs/benchmarks.md).
+# The speedup never gains from a slowed reference (it takes the clean time
+# where that is faster), so the flag is evidence of an attempt, raised only
+# for a slowdown beyond what a launch-bound reference's own noise explains
+# (an honest launch-bound reference was seen 1.46x slower beside its
+# submission on the H200).
+TAMPERING_RATIO = 2.0
+TAMPERING_MS = 0.002
+
+
+def clean_reference_times(
+    task: TaskSpec,
+    mode: Mode,
+    settings: TimingSettings,
+    public_dir: Path,
+    timeout_s: float,
+    memory_bytes: int | None,
+) -> CleanReference:
+    """The baseline's medians timed in a sandboxed process that never imports the submission.
+
+    Same protocol (flush, covers, phases) with the submission's side left
+    out: nothing a submission does at import or in its calls (patching
+    torch.softmax, overriding aten::_softmax through torch.library) reaches it.
+    """
+    timed = planned_workloads(tuple(w for w in task.workloads_for(mode) if w.role == "timed"), mode)
+    dealer = dealer_for(task, timed, settings, clean=True)
+    # A scratch folder of its own: nothing the submission's child wrote (a module
+    # named after one the harness imports) is where this child starts.
+    workdir = sandbox.scratch_folder(prefix="d2k-clean-")
+    try:
+        run = run_harness_child(
+            task, "", mode, dealer, settings, workdir, public_dir, timeout_s, memory_bytes,
+            clean=True,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    seen = collect(run, dealer.record(), dealer)
+    medians: dict[str, float] = {}
+    for name, report in seen.timings.items():
+        if times := report.ref_ms:
+            medians[name] = float(sorted(times)[len(times) // 2])
+    error = seen.error.as_sent() if seen.error is not None else None
+    problem = "" if seen.done and not seen.flags else (
+        f"the clean run did not finish: {error or seen.flags or run.returncode}"
+    )  # fmt: skip
+    return CleanReference(ref_median_ms=medians, problem=problem[:500])
+
+
+def reference_tampering(results: list[WorkloadOutcome], clean: CleanReference) -> list[dict]:
+    """Flags for workloads whose in-process baseline ran slower than in the clean process.
+
+    Only where the events timed the reference's kernels: a workload on which
+    most of the reference's calls were host-bound (the host was still
+    queueing them when their launch cover ended, as a reference that reads
+    a tensor back to the host in mid-call always is) was timed by the host's
+    speed in each process, not by what ran on the device. An honest
+    synchronising baseline was seen 2.2x slower beside its submission than
+    in a clean process on the H200; the speedup takes the faster time either
+    way, so no score depends on that comparison.
+    """
+    flags = []
+    medians = clean.ref_median_ms
+    for result in results:
+        m = result.measurement
+        if m is None or result.name not in medians:
+            continue
+        if m.reference_host_bound:
+            continue
+        allowed = medians[result.name] * TAMPERING_RATIO + TAMPERING_MS
+        if m.ref_median_ms > allowed:
+            flags.append(
+                protocol.flag(
+                    "reference_tampering",
+                    f"{result.name}: the reference took {m.ref_median_ms:.4f} ms beside the "
+                    f"submission but {medians[result.name]:.4f} ms in a clean process",
+                )
+            )
+    return flags
+
+
+def with_clean_reference(
+    results: list[WorkloadOutcome], clean: CleanReference
+) -> list[WorkloadOutcome]:
+    """Each timed result with the clean process's reference median beside its own."""
+    medians = clean.ref_median_ms
+    out = []
+    for result in results:
+        m = result.measurement
+        if m is not None and result.name in medians:
+            m = dataclasses.replace(m, clean_ref_median_ms=medians[result.name])
+            result = dataclasses.replace(result, measurement=m)
+        out.append(result)
+    return out

@@ -1,0 +1,139 @@
+"""One status for an evaluation, in order of precedence (docs/evaluator.md).
+
+Evidence of cheating outranks the way the process ended; a child the
+watchdog killed is named by its limit; one ended from outside is never the
+submission's fault; an exception the child reported is redacted once a
+hidden workload was dealt.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from taskformat.spec import TaskSpec
+
+from . import protocol, redact, sandbox, watchdog
+from .launch import channel_cap
+from .protocol import Observed
+from .reports import ErrorReport
+from .verdict import Status, WorkloadOutcome
+
+
+def decide(
+    run: sandbox.ChildRun,
+    seen: Observed,
+    results: list[WorkloadOutcome],
+    expected: int,
+    *,
+    task: TaskSpec,
+    dealer: protocol.Dealer | None = None,
+) -> tuple[Status, str]:
+    """One status for the evaluation, in order of precedence (docs/evaluator.md).
+
+    Evidence of cheating outranks the way the process ended: a kernel that
+    patches the timer and then hangs is held for review as `flagged`, with the
+    kill named in the message, not filed away as a plain timeout. A child
+    ended from outside (outside_kill) is never the submission's fault.
+    """
+    killed = killed_status(run)
+    if seen.flags:
+        checks = sorted({f["check"] for f in seen.flags})
+        message = "honesty check fired: " + ", ".join(checks)
+        return Status.FLAGGED, f"{message} (then {killed[1]})" if killed else message
+    if killed:
+        return killed
+    if outside := outside_kill(run):
+        return Status.WORKER_ERROR, outside
+    if not seen.started:
+        return Status.WORKER_ERROR, f"the sandbox did not start (exit code {run.returncode})"
+    if seen.error is not None:
+        hidden_dealt = dealer is not None and dealer.hidden_dealt
+        return error_status(seen.error, task, hidden_dealt=hidden_dealt)
+    if not seen.done:
+        how = f"signal {run.signal}" if run.signal else f"exit code {run.returncode}"
+        return Status.RUNTIME_ERROR, f"the submission's process ended early ({how})"
+    incorrect = [r for r in results if r.status is not Status.CORRECT]
+    if incorrect:
+        public = [r for r in incorrect if not r.hidden]
+        hidden = len(incorrect) - len(public)
+        names = [r.name for r in public]
+        if hidden:
+            names.append(f"{hidden} hidden workload{'s' if hidden > 1 else ''}")
+        # A hidden workload's message names its shapes: staff see it in its row.
+        why = public[0].message if public else "its output differs from the reference"
+        return Status.INCORRECT, f"incorrect on {', '.join(names)}: {why}"
+    if len(results) != expected:
+        return Status.WORKER_ERROR, "the evaluation ended without a result for every workload"
+    return Status.CORRECT, f"correct on all {len(results)} workloads"
+
+
+def killed_status(run: sandbox.ChildRun) -> tuple[Status, str] | None:
+    """The status and message of a child the watchdog killed, or None."""
+    if run.killed_for == "timeout":
+        waited = run.cpu_wait_seconds
+        if run.wall_capped:
+            return Status.TIMEOUT, (
+                f"killed after {run.wall_seconds:.0f} s of wall time, the most an evaluation may "
+                f"take on a busy host ({waited:.0f} s of it waiting for a CPU)"
+            )
+        if waited < 1:
+            return Status.TIMEOUT, f"killed after the {run.wall_seconds:.0f} s time limit"
+        return Status.TIMEOUT, (
+            f"killed after the time limit: {run.wall_seconds - waited:.0f} s of running, "
+            f"{run.wall_seconds:.0f} s of wall time ({waited:.0f} s of it waiting for a CPU, "
+            "not counted)"
+        )
+    if run.killed_for == "memory":
+        used = f"killed for using {run.peak_rss_bytes / 2**30:.1f} GiB of host memory"
+        if run.peak_tmpfs_bytes >= 2**20:
+            used += f" ({run.peak_tmpfs_bytes / 2**30:.1f} GiB of it files in /tmp and /dev/shm)"
+        return Status.OUT_OF_MEMORY, used
+    if run.killed_for == "scratch":
+        return Status.OUT_OF_MEMORY, (
+            f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
+            f"the limits are {run.scratch_limit_bytes / 2**30:.1f} GiB and "
+            f"{watchdog.MAX_SCRATCH_ENTRIES} files)"
+        )
+    if run.killed_for == "processes":
+        return Status.RUNTIME_ERROR, "killed for starting too many processes"
+    if run.killed_for == "result_channel":
+        cap = channel_cap()
+        return Status.RUNTIME_ERROR, f"killed for writing more than {cap} to the result pipe"
+    return None
+
+
+def outside_kill(run: sandbox.ChildRun) -> str:
+    """Why the child ended from outside the evaluation, or "" if it did not.
+
+    Under the killguard filter no process of the submission can send SIGKILL,
+    or end with a status that reads as one: a SIGKILL the watchdog did not
+    send came from the host (its out-of-memory killer, or another process).
+    """
+    if run.killed_for or run.signal != signal.SIGKILL:
+        return ""
+    if run.host_oom_kills > 0:
+        return (
+            "the host's out-of-memory killer ended the submission's process (the host ran out "
+            f"of memory; the evaluation's processes used at most {run.peak_rss_bytes / 2**30:.1f} "
+            "GiB, within their limit): a fault of the worker, not of the submission"
+        )
+    if run.kill_guarded:
+        return (
+            "a SIGKILL from outside the evaluation ended the submission's process (the sandbox "
+            "lets the submission send none): a fault of the worker, not of the submission"
+        )
+    return ""
+
+
+def error_status(error: ErrorReport, task: TaskSpec, *, hidden_dealt: bool) -> tuple[Status, str]:
+    """The status and message of the exception the child reported.
+
+    Once a hidden workload was dealt, whatever the child says of where it
+    failed, the owner reads the exception's type only, and only a known one
+    (redact.error_message).
+    """
+    status = Status(error.kind) if error.kind in set(Status) else Status.RUNTIME_ERROR
+    where, text = error.workload, error.message
+    if hidden_dealt or where in redact.hidden_names(task):
+        return status, redact.error_message(text)
+    return status, f"{text} (workload {where})" if where else text
