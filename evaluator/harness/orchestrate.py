@@ -3,7 +3,7 @@
     evaluate(task=..., source=..., mode=...) -> Verdict
 
 The orchestrator never imports the submission. An evaluation is a series of
-named stages, each timed (`phase_seconds`):
+named stages (the first four timed in the verdict's `phase_seconds`):
 
 1. **child**: the sandboxed child (evaluator.harness.child) checks and times
    the submission, dealt its plan step by step (launch.py, protocol.py);

@@ -22,7 +22,10 @@ from typing import Any, TypeGuard
 
 def is_number(value: object) -> TypeGuard[int | float]:
     """A finite number >= 0, as JSON gives it (a bool counts, as it does in Python)."""
-    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    try:
+        return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer past any float
+        return False
 
 
 def times(value: object) -> tuple[float, ...] | None:
@@ -31,7 +34,7 @@ def times(value: object) -> tuple[float, ...] | None:
         return None
     try:
         parsed = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return parsed if all(math.isfinite(t) for t in parsed) else None
 

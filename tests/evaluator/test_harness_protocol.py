@@ -96,3 +96,9 @@ def test_an_output_message_is_parsed_once_into_what_the_judge_reads():
     forged = reports.parse_output({**honest, "mutated_inputs": [0], "host_ms": "slow"})
     assert forged.mutated_inputs == (0,) and forged.host_ms is None
     assert reports.parse_output({**honest, "layouts": "none"}).layouts is None
+
+
+def test_a_number_past_any_float_is_malformed_not_a_crash():
+    timing = reports.parse_timing({"sub_ms": [10**400], "cover_us": {"sub": 10**400, "ref": 1}})
+    assert timing.sub_ms is None and timing.malformed == {"cover_us"}
+    assert reports.parse_batch({"calls": 3, "event_ms": 10**400}, host_ms=1.0).event_ms is None
