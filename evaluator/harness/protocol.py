@@ -26,6 +26,7 @@ from .reports import (
     OutputReport,
     ProfiledReport,
     TimingReport,
+    flag,
     parse_batch,
     parse_error,
     parse_notice,
@@ -38,10 +39,6 @@ from .reports import (
 INFORMATIONAL = {"patched", "threads", "bad_output", "l2_persistence", "escaped", "kernels"}
 # The child's requests (Dealer answers them as they come): not part of the sequence.
 REQUESTS = {"ask"}
-
-
-def flag(check: str, detail: str) -> dict[str, str]:
-    return {"check": check, "detail": detail}
 
 
 @dataclass
@@ -246,8 +243,8 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
         if event in REQUESTS:
             continue
         if event in INFORMATIONAL:
-            if notice := parse_notice(msg):
-                seen.flags.append(flag(notice.check, notice.detail))
+            if raised := parse_notice(msg):
+                seen.flags.append(raised)
             continue
         if event == "error":
             seen.error = parse_error(msg)

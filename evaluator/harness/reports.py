@@ -10,7 +10,7 @@ never raises: a forged message is evidence, not a crash of the parent.
 
 Sequence markers (`hello`, `ready`, `batch_begin`, `done`) carry nothing the
 judge reads; the child's own checks (`patched`, `threads`, `bad_output`,
-`escaped`, `l2_persistence`) are notices that become flags as they arrive.
+`escaped`, `l2_persistence`) are notices, each read as the flag it raises.
 """
 
 from __future__ import annotations
@@ -291,27 +291,24 @@ def parse_error(msg: dict) -> ErrorReport:
     )
 
 
-@dataclass(frozen=True)
-class Notice:
-    """A finding of the child's own checks, allowed between any two messages: one flag."""
-
-    check: str
-    detail: str
+def flag(check: str, detail: str) -> dict[str, str]:
+    """A finding against the child, as the verdict lists it under `flags`."""
+    return {"check": check, "detail": detail}
 
 
-def parse_notice(msg: dict) -> Notice | None:
+def parse_notice(msg: dict) -> dict[str, str] | None:
     """The flag a notice raises; None for a notice that raises none (`kernels`)."""
     event, workload = msg.get("event"), msg.get("workload")
     if event == "bad_output":
-        return Notice("output_type", str(msg.get("message")))
+        return flag("output_type", str(msg.get("message")))
     if event == "escaped":
-        return Notice(
+        return flag(
             "escaped_work",
             f"{workload}: the output of timed call {msg.get('call')} changed after the call's "
             "own stream had finished (work on another stream or thread)",
         )
     if event == "l2_persistence":
-        return Notice(
+        return flag(
             "l2_persistence",
             f"{workload}: the submission reserved {msg.get('bytes')} bytes of persisting L2 "
             "(reset before every timed call)",
@@ -319,9 +316,9 @@ def parse_notice(msg: dict) -> Notice | None:
     if event == "patched":
         names = msg.get("names", [])
         shown = ", ".join(map(str, names if isinstance(names, list) else [names]))
-        return Notice("monkeypatch", f"changed during {msg.get('phase')}: {shown}")
+        return flag("monkeypatch", f"changed during {msg.get('phase')}: {shown}")
     if event == "threads":
-        return Notice(
+        return flag(
             "background_thread",
             f"{msg.get('count')} Python thread(s) left running after {msg.get('phase')}",
         )
