@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from core.quotas import quota_check_upload
-from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
+from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import trace_pack, trace_summarize

@@ -11,7 +11,7 @@ from leaderboard.selectors.breakdowns import run_level_charts
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
-from runs.bundle import schema_load
+from runformat import SCHEMAS, schema_load
 from runs.forms import BundleUploadForm, PairForm
 from runs.selectors import (
     EXAMPLE_LABEL,
@@ -32,8 +32,6 @@ from runs.services import (
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
-
-SCHEMAS = ("manifest-v1", "trace-v1")
 
 
 def run_list(request: HttpRequest) -> HttpResponse:

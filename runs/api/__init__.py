@@ -26,8 +26,8 @@ from core.quotas import QuotaExceeded
 from core.sizes import too_large_message
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
+from runformat import BundleError
 from runs.api.traces import trace_summary_data
-from runs.bundle import BundleError
 from runs.models import Run
 from runs.selectors import (
     RunDetail,
