@@ -5,8 +5,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from core.auth import authenticated_user
-from core.quotas import QuotaExceeded
+from accounts.auth import authenticated_user
 from leaderboard.selectors.breakdowns import run_level_charts
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
@@ -32,6 +31,7 @@ from runs.services import (
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
+from submissions.quotas import QuotaExceeded
 
 
 def run_list(request: HttpRequest) -> HttpResponse:

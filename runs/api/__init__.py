@@ -20,9 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import HasScope, authenticated_user
+from accounts.auth import HasScope, authenticated_user
 from core.pagination import paginated
-from core.quotas import QuotaExceeded
 from core.sizes import too_large_message
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
@@ -44,6 +43,7 @@ from submissions.api import (
     VisibilitySerializer,
     quota_refusal,
 )
+from submissions.quotas import QuotaExceeded
 
 ERROR_BODY = inline_serializer(
     "RunBundleErrors",
