@@ -10,5 +10,5 @@ def evaluation_run(evaluation_pk: int) -> str | None:
 
 
 def evaluation_reap() -> str:
-    """The reaper's schedule (every minute): see evaluator.services.jobs."""
+    """The reaper's schedule (every minute): see evaluator.services.reaping."""
     return str(services.evaluation_reap())

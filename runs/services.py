@@ -18,6 +18,7 @@ from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bun
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import trace_pack, trace_summarize
+from scoring.services import scores_refresh
 from submissions.models import Submission
 from submissions.quotas import quota_check_upload
 from submissions.services import submission_create
@@ -211,8 +212,6 @@ def run_refresh_state(*, run_id: int) -> Run | None:
 
 def _scores_refresh_on_commit(*run_ids: int | None) -> None:
     """A pair's geomean and uplift depend on both runs: refresh their scores."""
-    from scoring.services import scores_refresh
-
     ids = [pk for pk in run_ids if pk is not None]
     transaction.on_commit(lambda: scores_refresh(run_ids=ids))
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from evaluator import tasks
 from evaluator.models import EvaluationStatus
 from evaluator.selectors import evaluation_job_view
-from evaluator.services import evaluation_reap, evaluation_run, jobs, worker, worker_start
+from evaluator.services import evaluation_reap, evaluation_run, jobs, workdirs, worker_start
 from evaluator.services.evaluations import _evaluation_store
 from evaluator.services.runner import worker_error_verdict
 from tests.factories import EvaluationFactory, SubmissionFactory
@@ -165,8 +165,8 @@ def test_a_workers_start_takes_back_at_once_what_dead_workers_of_this_host_held(
         worker_name=f"another-host:{dead}",
         lease_s=600,
     )
-    stale = tmp_path / "work" / f"{worker.work_dir_prefix(pid=dead)}eval{queued.pk}-abc"
-    live = tmp_path / "work" / f"{worker.work_dir_prefix(pid=alive)}eval{other.pk}-def"
+    stale = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=dead)}eval{queued.pk}-abc"
+    live = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=alive)}eval{other.pk}-def"
     for folder in (stale, live):
         (folder / "catalog").mkdir(parents=True)
     sleeper = subprocess.Popen(["sleep", "300"], cwd=stale)
