@@ -37,7 +37,7 @@ from evaluator.services.pools import pool_queue, worker_hardware
 
 logger = logging.getLogger("evaluator.services.jobs")
 
-TASK_PATH = "evaluator.tasks.evaluation_run"
+TASK_PATH = "evaluator.tasks.evaluation_run_next"
 T = TypeVar("T")
 
 
