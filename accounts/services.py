@@ -9,8 +9,8 @@ from typing import cast
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from accounts.auth import scope_allowed
 from accounts.models import ApiToken, Scope, User
-from core.auth import scope_allowed
 
 TOKEN_NAME_MAX = 50
 

@@ -8,10 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.auth import authenticated_user
 from accounts.forms import ProfileForm, SignupForm, TokenForm
 from accounts.selectors import token_list_for_user
 from accounts.services import token_issue, token_revoke, user_create, user_profile_update
-from core.auth import authenticated_user
 
 
 def signup(request: HttpRequest) -> HttpResponse:

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from core import views as core_views
+from d2kportal import views as portal_views
 from runs import views as runs_views
 
 urlpatterns = [
@@ -12,7 +12,7 @@ urlpatterns = [
     path("runs/", include("runs.urls")),
     path("schemas/runs/<slug:name>.json", runs_views.schema, name="run-schema"),
     path("accounts/", include("accounts.urls")),
-    path("healthz", core_views.healthz, name="healthz"),
+    path("healthz", portal_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include("d2kportal.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -4,6 +4,10 @@ from django.db.models import Q
 
 from core.models import BaseModel
 
+# The owner of the expert baselines' evaluations (imported, never uploaded: see
+# evaluator.services.baselines); the leaderboard shows them as the expert rows.
+EXPERT_USERNAME = "d2k-experts"
+
 
 class EvaluationStatus(models.TextChoices):
     """Queue states, then the verdicts of SPEC §6 (documented in docs/evaluator.md)."""

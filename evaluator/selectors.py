@@ -18,6 +18,7 @@ from django.db.models import Count, Max, OuterRef, Prefetch, Subquery
 from django.utils import timezone
 
 from accounts.models import User
+from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
 from evaluator.models import Evaluation, EvaluationStatus, WorkerBeat, WorkloadResult
 from evaluator.services.pools import pool_queue
 from submissions.models import Submission
@@ -53,6 +54,20 @@ class EvaluationView:
     @property
     def is_timed(self) -> bool:
         return any(r["median_ms"] is not None for r in self.results)
+
+
+def evaluation_gpu(*, evaluation: Evaluation) -> str:
+    """The GPU a verdict was timed on: the stored column, else what its environment
+    names (rows stored before the column existed); blank for interpret mode."""
+    if evaluation.hardware:
+        return evaluation.hardware
+    return environment_gpu(evaluation.environment)
+
+
+def workload_result_host_bound_calls(*, result: WorkloadResult) -> tuple[int, int] | None:
+    """(host-bound calls, calls) of a timed workload whose reference was mostly bound by
+    its host's CPU, else None (its speedup then depends on the host as well)."""
+    return reference_host_bound_calls(result.timing)
 
 
 def evaluation_latest_for_submission(*, submission: Submission) -> Evaluation | None:

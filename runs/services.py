@@ -14,12 +14,13 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import User
-from core.quotas import quota_check_upload
-from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
+from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import trace_pack, trace_summarize
+from scoring.services import scores_refresh
 from submissions.models import Submission
+from submissions.quotas import quota_check_upload
 from submissions.services import submission_create
 from task_catalog.models import Task
 from task_catalog.prompts import task_prompt
@@ -64,7 +65,7 @@ def run_create_from_bundle(
     a submission of the run queued for evaluation, and pair the run with its twin.
 
     Raises BundleRejected with every problem found; then nothing is stored; and
-    QuotaExceeded past the owner's quotas (core.quotas).
+    QuotaExceeded past the owner's quotas (submissions.quotas).
     """
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
@@ -211,8 +212,6 @@ def run_refresh_state(*, run_id: int) -> Run | None:
 
 def _scores_refresh_on_commit(*run_ids: int | None) -> None:
     """A pair's geomean and uplift depend on both runs: refresh their scores."""
-    from scoring.services import scores_refresh
-
     ids = [pk for pk in run_ids if pk is not None]
     transaction.on_commit(lambda: scores_refresh(run_ids=ids))
 

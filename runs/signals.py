@@ -1,4 +1,5 @@
-"""A trace's file goes when its row goes (a run deleted in the admin takes its traces)."""
+"""A trace's file goes when its row goes (a run deleted in the admin takes its traces);
+a run's state follows its evaluations' verdicts."""
 
 from typing import Any
 
@@ -7,7 +8,10 @@ from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from evaluator.models import Evaluation
+from evaluator.signals import VERDICT, evaluation_result_changed
 from runs.models import Trace
+from runs.services import run_refresh_state
 
 
 @receiver(post_delete, sender=Trace)
@@ -16,3 +20,12 @@ def trace_file_delete(sender: type[Trace], instance: Trace, **kwargs: Any) -> No
     if name:
         # Only once the deletion is committed: a rolled-back delete keeps its file.
         transaction.on_commit(lambda: default_storage.delete(name))
+
+
+@receiver(evaluation_result_changed, sender=Evaluation)
+def run_state_follow_verdict(
+    sender: type[Evaluation], run_id: int | None, change: str, **kwargs: Any
+) -> None:
+    """A verdict stored for one of a run's submissions may finish the run."""
+    if run_id is not None and change == VERDICT:
+        run_refresh_state(run_id=run_id)

@@ -5,13 +5,12 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from core.auth import authenticated_user
-from core.quotas import QuotaExceeded
+from accounts.auth import authenticated_user
 from leaderboard.selectors.breakdowns import run_level_charts
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
-from runs.bundle import schema_load
+from runformat import SCHEMAS, schema_load
 from runs.forms import BundleUploadForm, PairForm
 from runs.selectors import (
     EXAMPLE_LABEL,
@@ -32,8 +31,7 @@ from runs.services import (
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
-
-SCHEMAS = ("manifest-v1", "trace-v1")
+from submissions.quotas import QuotaExceeded
 
 
 def run_list(request: HttpRequest) -> HttpResponse:

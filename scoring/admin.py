@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from core.auth import authenticated_user
+from accounts.auth import authenticated_user
 from scoring.models import Assessment, RunScore, TaskScore
 from scoring.services import assessment_admin_delete, assessment_admin_save
 

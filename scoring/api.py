@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import JUDGE_PERMISSION, HasScope, authenticated_user
+from accounts.auth import JUDGE_PERMISSION, HasScope, authenticated_user
 from scoring.models import AssessmentSource
 from scoring.selectors import task_rubric
 from scoring.services import AssessmentsInvalid, assessment_record

@@ -17,9 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import HasScope, authenticated_user
+from accounts.auth import HasScope, authenticated_user
 from core.pagination import paginated
-from core.quotas import QuotaExceeded
 from evaluator.models import Evaluation
 from evaluator.selectors import (
     RESULT_FIELDS,
@@ -33,6 +32,7 @@ from moderation.services import moderation_act
 from scoring.api import PropertyResultSerializer
 from scoring.selectors import submission_properties_view
 from submissions.models import Submission
+from submissions.quotas import QuotaExceeded
 from submissions.selectors import (
     submission_evaluation_for_viewer,
     submission_get_for_viewer,

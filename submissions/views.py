@@ -5,8 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from core.auth import authenticated_user
-from core.quotas import QuotaExceeded
+from accounts.auth import authenticated_user
 from core.unavailable import UNAVAILABLE, unavailable_message
 from evaluator.selectors import (
     evaluation_job_view,
@@ -19,6 +18,7 @@ from moderation.services import moderation_act
 from runs.selectors import EXAMPLE_LABEL
 from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
+from submissions.quotas import QuotaExceeded
 from submissions.selectors import (
     submission_evaluation_for_viewer,
     submission_get_for_viewer,

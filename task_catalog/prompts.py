@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from d2k_client.bundle_rules import manifest_condition
+from runformat import manifest_condition
 
 from .models import Level, Task
 from .selectors import task_public_workloads

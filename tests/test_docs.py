@@ -67,7 +67,7 @@ def test_every_run_state_is_explained(state):
 
 
 def test_every_trace_event_and_manifest_key_is_documented():
-    from runs.bundle import schema_load
+    from runformat import schema_load
     from runs.traces import KNOWN_TYPES
 
     doc = read("docs/run-format.md")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -79,6 +81,10 @@ PublicOpt = Annotated[
         "default, is accepted for older scripts.",
     ),
 ]
+
+
+# `d2k check` runs `python -m evaluator check …`, the portal's evaluator CLI.
+EVALUATOR_MODULE = "evaluator"
 
 
 def friendly(fn: F) -> F:
@@ -498,20 +504,20 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a kernel file locally with the portal's evaluator (the evaluator extra)."""
-    try:
-        from evaluator.cli import main as evaluator_main
-    except ImportError as exc:
+    if importlib.util.find_spec(EVALUATOR_MODULE) is None:
         raise ClientError(
-            f"d2k check needs the portal's evaluator ({exc}): install a D2K Portal checkout "
-            "with `pip install -e '.[evaluator]'` and the client with `pip install "
-            "'./client[evaluator]'`"
-        ) from exc
-    argv = ["check", str(file), "--task", task_slug, "--mode", mode]
+            "d2k check needs the portal's evaluator, which is not installed in this Python "
+            "environment: install a D2K Portal checkout here with `pip install -e "
+            "'.[evaluator]'` (and the client with `pip install './client[evaluator]'`)"
+        )
+    argv = [sys.executable, "-m", EVALUATOR_MODULE, "check", str(file), "--task", task_slug]
+    argv += ["--mode", mode]
     if catalog is not None:
         argv += ["--catalog", str(catalog)]
     if as_json:
         argv.append("--json")
-    raise typer.Exit(evaluator_main(argv))
+    # The evaluator's own process: the client imports nothing of the portal.
+    raise typer.Exit(subprocess.call(argv))
 
 
 def main() -> None:

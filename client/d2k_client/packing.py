@@ -6,8 +6,8 @@ import io
 import zipfile
 from pathlib import Path
 
-from .bundle_rules import DEFAULT_LIMITS, Bundle, BundleLimits, bundle_validate
 from .config import ClientError
+from .runformat import DEFAULT_LIMITS, Bundle, BundleLimits, bundle_validate
 
 
 def bundle_pack(directory: Path) -> bytes:

@@ -12,11 +12,8 @@ from evaluator.services.evaluations import (
     evaluation_run,
     evaluation_run_next,
 )
-from evaluator.services.jobs import (
-    broker_ping,
-    evaluation_enqueue,
-    evaluation_reap,
-)
+from evaluator.services.jobs import broker_ping, evaluation_enqueue
+from evaluator.services.reaping import evaluation_reap
 from evaluator.services.runner import (
     WorkerError,
     evaluation_command,

@@ -19,14 +19,18 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from accounts.models import User
+<<<<<<< HEAD
 from evaluator.harness.verdict import Verdict, environment_gpu
 from evaluator.models import Evaluation
+=======
+from evaluator.harness.verdict import Verdict, environment_gpu
+from evaluator.models import EXPERT_USERNAME, Evaluation
+>>>>>>> wt-imports
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
 from evaluator.services.runner import WorkerError, _verdict_parse
 from submissions.models import Submission
 from task_catalog.models import Task, TaskVersion, Workload
 
-EXPERT_USERNAME = "d2k-experts"
 EXPERT_FILENAME = "expert.py"
 # Evaluation.worker of an imported verdict: where it came from, and its content hash.
 WORKER_PREFIX = "import sha256:"

@@ -32,6 +32,7 @@ from evaluator.services.runner import (
     worker_error_verdict,
     workload_rows,
 )
+from evaluator.signals import REVIEW, VERDICT, evaluation_result_changed
 from submissions.models import Submission
 
 logger = logging.getLogger("evaluator.services")
@@ -218,23 +219,20 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     for row in rows:
         row.evaluation = evaluation
     WorkloadResult.objects.bulk_create(rows)
-    if run_id := evaluation.submission.run_id:
-        transaction.on_commit(lambda: _run_refresh_state(run_id=run_id))
-    transaction.on_commit(partial(_scores_refresh, submission_id=evaluation.submission_id))
+    _result_changed_on_commit(evaluation=evaluation, change=VERDICT)
 
 
-def _run_refresh_state(*, run_id: int) -> None:
-    # Imported here: runs.services builds on submissions.services, which imports this module.
-    from runs.services import run_refresh_state
-
-    run_refresh_state(run_id=run_id)
-
-
-def _scores_refresh(*, submission_id: int) -> None:
-    # Imported here for the same reason; scores are derived data, recomputed in full.
-    from scoring.services import scores_refresh
-
-    scores_refresh(submission_ids=[submission_id])
+def _result_changed_on_commit(*, evaluation: Evaluation, change: str) -> None:
+    """Tell the listeners (the run's state, the scores) once the change is committed."""
+    send = partial(
+        evaluation_result_changed.send,
+        sender=Evaluation,
+        evaluation_id=evaluation.pk,
+        submission_id=evaluation.submission_id,
+        run_id=evaluation.submission.run_id,
+        change=change,
+    )
+    transaction.on_commit(send)
 
 
 # --- review -------------------------------------------------------------------
@@ -260,5 +258,5 @@ def evaluation_review(
     evaluation.save(
         update_fields=["review", "review_note", "reviewed_by", "reviewed_at", "updated_at"]
     )
-    transaction.on_commit(partial(_scores_refresh, submission_id=evaluation.submission_id))
+    _result_changed_on_commit(evaluation=evaluation, change=REVIEW)
     return evaluation

@@ -28,7 +28,7 @@ from django.conf import settings
 from evaluator.harness.proctree import die_with_parent
 from evaluator.harness.verdict import Status, Verdict, verdict_from_dict
 from evaluator.models import Evaluation, WorkloadResult
-from evaluator.services.worker import work_dir_prefix, work_dir_root
+from evaluator.services.workdirs import work_dir_prefix, work_dir_root
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
 from taskformat.hidden import SECRET_ENV, HiddenDeclarationError, hidden_declaration_parse

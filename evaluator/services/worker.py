@@ -15,11 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing.util
-import os
-import shutil
-import signal
-import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,69 +24,24 @@ from django.db import connections
 from django.utils import timezone
 
 from evaluator.harness.proctree import die_with_parent
-from evaluator.services.jobs import (
-    _reap_lost,
-    _reenqueue_waiting,
-    db_retry,
-    evaluation_reap,
-    pid_alive,
-    worker_id,
-)
+from evaluator.services.jobs import db_retry, worker_id
 from evaluator.services.pools import (
     pool_queue,
     worker_beat,
     worker_beat_remove,
     worker_pool_bind,
 )
+from evaluator.services.reaping import (
+    evaluation_reap,
+    evaluation_reap_lost,
+    evaluation_resend_waiting,
+)
+from evaluator.services.workdirs import stale_work_dirs_remove
 
 logger = logging.getLogger("evaluator.services.worker")
 
 
 # --- a worker's start -------------------------------------------------------------
-
-
-def work_dir_root() -> Path:
-    root = Path(settings.D2K_WORK_DIR)
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def work_dir_prefix(*, pid: int | None = None) -> str:
-    """Scratch folders of one worker process: `<host>-<pid>-…` (removed when it is dead)."""
-    return f"{socket.gethostname()}-{pid or os.getpid()}-"
-
-
-def _processes_inside(directory: Path) -> Iterator[int]:
-    """Processes whose working directory or command line lies in `directory`."""
-    target = str(directory)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if cwd.startswith(target) or target in cmdline:
-            yield int(entry.name)
-
-
-def stale_work_dirs_remove() -> list[Path]:
-    """Kill what a dead worker of this host left running and remove its scratch folders."""
-    removed = []
-    host = socket.gethostname()
-    for directory in work_dir_root().iterdir():
-        name_host, _, rest = directory.name.rpartition("-eval")[0].rpartition("-")
-        if not rest.isdigit() or name_host != host or pid_alive(int(rest)):
-            continue
-        for pid in _processes_inside(directory):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(directory, ignore_errors=True)
-        removed.append(directory)
-    return removed
 
 
 @dataclass(frozen=True)
@@ -116,11 +67,11 @@ def worker_start(*, hardware: str = "") -> StartReport:
     cluster's messages stay locked in the broker until they time out)."""
     now = timezone.now()
     requeued, failed = db_retry(
-        lambda: _reap_lost(now, dead_workers_only=True),
+        lambda: evaluation_reap_lost(now=now, dead_workers_only=True),
         what="reaping evaluations of dead workers",
     )
     resent = db_retry(
-        lambda: _reenqueue_waiting(now, min_age_s=0, hardware=hardware),
+        lambda: evaluation_resend_waiting(now=now, min_age_s=0, hardware=hardware),
         what="re-sending waiting evaluations",
     )
     return StartReport(

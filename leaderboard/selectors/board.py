@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet
 
-from evaluator.services.baselines import EXPERT_USERNAME
+from evaluator.models import EXPERT_USERNAME
 from moderation.selectors import run_rankable_q
 from scoring.models import RunScore, TaskScore
 from scoring.selectors.runs import scores_uplift

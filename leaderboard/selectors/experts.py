@@ -8,9 +8,8 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
-from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
-from evaluator.services.baselines import EXPERT_USERNAME
+from evaluator.models import EXPERT_USERNAME, FINISHED_STATUSES, Evaluation, WorkloadResult
+from evaluator.selectors import evaluation_gpu, workload_result_host_bound_calls
 from leaderboard.catalog_bar import (
     BarWorkload,
     CatalogBar,
@@ -210,7 +209,7 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
         evaluation_id=evaluation.pk,
         status=evaluation.status,
         message=evaluation.message,
-        gpu=evaluation.hardware or environment_gpu(env),
+        gpu=evaluation_gpu(evaluation=evaluation),
         driver=str(env.get("driver") or ""),
         torch=str(env.get("torch") or ""),
         triton=str(env.get("triton") or ""),
@@ -227,7 +226,7 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
                 sol_percent=_scaled(r.sol_fraction, 100),
                 tflops=r.achieved_tflops,
                 tbps=r.achieved_tbps,
-                ref_host_bound_calls=reference_host_bound_calls(r.timing),
+                ref_host_bound_calls=workload_result_host_bound_calls(result=r),
             )
             for r in results
         ],

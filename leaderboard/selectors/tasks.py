@@ -9,8 +9,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from evaluator.models import WorkloadResult
-from evaluator.services.baselines import EXPERT_USERNAME
+from evaluator.models import EXPERT_USERNAME, WorkloadResult
 from moderation.selectors import run_rankable_q, submission_rankable_q
 from scoring.models import TaskScore
 from task_catalog.models import Task, Workload

@@ -20,14 +20,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.auth import HasScope, authenticated_user
+from accounts.auth import HasScope, authenticated_user
 from core.pagination import paginated
-from core.quotas import QuotaExceeded
 from core.sizes import too_large_message
 from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
+from runformat import BundleError
 from runs.api.traces import trace_summary_data
-from runs.bundle import BundleError
 from runs.models import Run
 from runs.selectors import (
     RunDetail,
@@ -44,6 +43,7 @@ from submissions.api import (
     VisibilitySerializer,
     quota_refusal,
 )
+from submissions.quotas import QuotaExceeded
 
 ERROR_BODY = inline_serializer(
     "RunBundleErrors",

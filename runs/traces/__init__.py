@@ -1,7 +1,8 @@
-"""Agent traces (JSON Lines), without Django: events, the summary computed once at
-upload, and compressed storage read back one page at a time."""
+"""Agent traces (JSON Lines), without Django: the summary computed once at upload, and
+compressed storage read back one page at a time (the events themselves are
+`runformat.trace`)."""
 
-from runs.traces.events import KNOWN_TYPES, MALFORMED, TraceEvent
+from runformat.trace import KNOWN_TYPES, MALFORMED, TraceEvent
 from runs.traces.storage import (
     PAGE_LINES,
     PackedTrace,

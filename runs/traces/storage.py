@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import IO, Any
 
-from runs.traces.events import KNOWN_TYPES, MALFORMED, TraceEvent, event_decode, line_type
+from runformat.trace import KNOWN_TYPES, MALFORMED, TraceEvent, event_decode, line_type
 
 PAGE_LINES = 200
 _RAW_SHOWN = 4000

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runs.traces.events import MALFORMED, event_decode
+from runformat.trace import MALFORMED, event_decode
 
 # A tool call counts as a compile or test attempt when its name says so
 # (`compile`, `run_tests`, `check_correctness`, `benchmark`, `evaluate`, `verify`, …).

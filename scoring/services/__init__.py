@@ -3,9 +3,8 @@ from scoring.services.assessments import (
     assessment_admin_delete,
     assessment_admin_save,
     assessment_record,
-    assessments_machine_refresh,
-    evaluation_counts,
 )
+from scoring.services.machine import assessments_machine_refresh, evaluation_counts
 from scoring.services.scores import (
     run_score_refresh,
     scores_refresh,

@@ -1,5 +1,6 @@
-"""Writes of assessments: machine ones (detectors, counters) computed from a submission
-and its verdict, judges' through the API, admins' through the admin."""
+"""Writes of assessments by people and their bots: judges' through the API, admins'
+through the admin (the machine ones are scoring.services.machine's). Each write
+recomputes the scores it changes."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from evaluator.models import Evaluation
 from runs.models import Proposal, Run
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
+from scoring.services.scores import scores_refresh
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
-from taskformat.counter_rules import CounterRuleError, counter_assess
-from taskformat.detectors import DetectorError, DetectorResult, assess
 
 logger = logging.getLogger("scoring")
 
@@ -44,77 +43,6 @@ class AssessmentsInvalid(Exception):
     def __init__(self, errors: list[dict[str, Any]]):
         super().__init__(f"{len(errors)} invalid item(s)")
         self.errors = errors
-
-
-def evaluation_counts(evaluation: Evaluation | None) -> bool:
-    """Correct for scoring: `correct`, or `flagged` and cleared by an admin; never a
-    confirmed hack."""
-    if evaluation is None or evaluation.review == "hacked":
-        return False
-    return evaluation.status == "correct" or (
-        evaluation.status == "flagged" and evaluation.review == "cleared"
-    )
-
-
-def _machine_write(
-    *,
-    submission: Submission,
-    prop: DesignProperty,
-    source: str,
-    result: DetectorResult | None,
-) -> None:
-    rows = Assessment.objects.filter(
-        kind=AssessmentKind.IMPLEMENTED, submission=submission, property=prop, source=source
-    )
-    if result is None:
-        rows.delete()
-        return
-    Assessment.objects.update_or_create(
-        kind=AssessmentKind.IMPLEMENTED,
-        submission=submission,
-        property=prop,
-        source=source,
-        defaults={
-            "task_id": submission.task_id,
-            "value": result.value,
-            "rationale": result.rationale,
-            "evidence": list(result.evidence),
-            "who": None,
-            "assessed_at": timezone.now(),
-        },
-    )
-
-
-def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluation | None) -> None:
-    """Recompute the detector and counter assessments of `submission` (its source, and the
-    counters of its latest finished verdict); a result that can no longer be drawn is
-    removed, never kept stale."""
-    timed = []
-    if evaluation is not None and evaluation.mode == "cuda" and evaluation_counts(evaluation):
-        timed = [
-            {"name": r.name, "counters": r.counters}
-            for r in evaluation.results.all()
-            if r.role == "timed" and not r.hidden
-        ]
-    with transaction.atomic():
-        for prop in DesignProperty.objects.filter(task_id=submission.task_id):
-            try:
-                found = assess(prop.detector or {"kind": "manual"}, submission.source)
-            except (DetectorError, KeyError, TypeError) as exc:
-                logger.warning("detector of %s cannot run: %s", prop, exc)
-                found = None
-            _machine_write(
-                submission=submission, prop=prop, source=AssessmentSource.DETECTOR, result=found
-            )
-            counted = None
-            if prop.counters and timed:
-                try:
-                    counted = counter_assess(prop.counters, timed)
-                except CounterRuleError as exc:
-                    logger.warning("counter rule of %s cannot run: %s", prop, exc)
-            _machine_write(
-                submission=submission, prop=prop, source=AssessmentSource.COUNTERS, result=counted
-            )
 
 
 # --- judges -----------------------------------------------------------------------------
@@ -296,8 +224,6 @@ def assessment_admin_delete(*, assessment: Assessment) -> None:
 
 
 def _scores_refresh_on_commit(*, assessments: Sequence[Assessment]) -> None:
-    from scoring.services.scores import scores_refresh
-
     submission_ids = {a.submission_id for a in assessments if a.submission_id}
     run_ids = {a.run_id for a in assessments if a.run_id}
     transaction.on_commit(

@@ -23,7 +23,7 @@ from scoring.selectors.formulas import (
     performance_score,
     task_speedup,
 )
-from scoring.services.assessments import assessments_machine_refresh, evaluation_counts
+from scoring.services.machine import assessments_machine_refresh, evaluation_counts
 from scoring.services.version import scores_version_bump
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task

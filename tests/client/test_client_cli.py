@@ -1,13 +1,14 @@
 """`d2k` commands against a live portal (pytest-django's live_server), over real HTTP."""
 
+import dataclasses
 import json
 import os
 import stat
 
 import pytest
-from d2k_client.bundle_rules import DEFAULT_LIMITS
 from d2k_client.config import config_path
 from d2k_client.packing import bundle_check
+from d2k_client.runformat import DEFAULT_LIMITS
 
 from tests.client.fake_api import NOT_FOUND, FakeApi, json_reply
 from tests.runs.bundles import KERNEL, good_files
@@ -124,7 +125,8 @@ def test_pack_run_refuses_what_the_portal_refuses_and_writes_nothing(portal, d2k
 def test_the_clients_limits_are_the_portals_defaults(settings):
     from runs.services import bundle_limits
 
-    assert bundle_limits() == DEFAULT_LIMITS
+    # Two copies of one class (runformat, d2k_client.runformat): compare the values.
+    assert dataclasses.asdict(bundle_limits()) == dataclasses.asdict(DEFAULT_LIMITS)
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGED))
@@ -156,14 +158,37 @@ def test_client_and_server_reject_the_same_damaged_bundles(
 
 
 def test_check_without_the_evaluator_says_how_to_install_it(d2k, tmp_path, monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "evaluator.cli", None)
+    monkeypatch.setattr("d2k_client.cli.EVALUATOR_MODULE", "no_such_evaluator")
     kernel = tmp_path / "kernel.py"
     kernel.write_text(KERNEL)
     result = d2k("check", "--task", "row_softmax", str(kernel))
     assert result.exit_code == 1
-    assert "d2k check needs the portal's evaluator" in result.stderr
+    assert "d2k check needs the portal's evaluator, which is not installed" in result.stderr
+    assert "pip install -e '.[evaluator]'" in result.stderr
+
+
+def test_check_runs_the_evaluator_cli_in_its_own_process(d2k, tmp_path, monkeypatch, capfd):
+    # A stand-in for `python -m evaluator`: prints its arguments, exits with the
+    # status a failed verdict has, so that the client's exit status is the child's.
+    fake = tmp_path / "path" / "fake_evaluator"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(
+        "import os, sys\nprint('evaluator', os.getpid(), sys.argv[1:])\nsys.exit(3)\n"
+    )
+    monkeypatch.syspath_prepend(str(fake.parent))
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    monkeypatch.setattr("d2k_client.cli.EVALUATOR_MODULE", "fake_evaluator")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(KERNEL)
+    result = d2k("check", "--task", "row_softmax", "--mode", "interpret", "--json", str(kernel))
+    assert result.exit_code == 3
+    shown = capfd.readouterr().out
+    name, pid, argv = shown.split(" ", 2)
+    assert name == "evaluator" and int(pid) != os.getpid()
+    assert argv.strip() == str(
+        ["check", str(kernel), "--task", "row_softmax", "--mode", "interpret", "--json"]
+    )
 
 
 ROWS = [

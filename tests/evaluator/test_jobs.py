@@ -13,7 +13,14 @@ from django.utils import timezone
 from evaluator import tasks
 from evaluator.models import EvaluationStatus
 from evaluator.selectors import evaluation_job_view
-from evaluator.services import evaluation_reap, evaluation_run, jobs, worker, worker_start
+from evaluator.services import (
+    evaluation_reap,
+    evaluation_run,
+    jobs,
+    reaping,
+    workdirs,
+    worker_start,
+)
 from evaluator.services.evaluations import _evaluation_store
 from evaluator.services.runner import worker_error_verdict
 from tests.factories import EvaluationFactory, SubmissionFactory
@@ -93,7 +100,7 @@ def test_the_reaper_queues_again_an_evaluation_whose_lease_ran_out(
     queued.refresh_from_db()
     assert queued.status == EvaluationStatus.QUEUED
     assert "worker gpu-7:4242 stopped sending heartbeats" in queued.last_error
-    assert sent == [("evaluator.tasks.evaluation_run", queued.pk)]
+    assert sent == [("evaluator.tasks.evaluation_run_next", queued.pk)]
 
 
 def test_the_reaper_leaves_a_live_lease_alone(queued, sent):
@@ -128,7 +135,7 @@ def test_a_queued_evaluation_whose_message_was_lost_is_sent_again(
     )
     with django_capture_on_commit_callbacks(execute=True):
         assert evaluation_reap().reenqueued == [queued.pk]
-    assert sent == [("evaluator.tasks.evaluation_run", queued.pk)]
+    assert sent == [("evaluator.tasks.evaluation_run_next", queued.pk)]
     assert fresh.pk not in [args[1] for args in sent]
     # Sent once, not at every round.
     assert evaluation_reap().reenqueued == []
@@ -145,7 +152,7 @@ def test_nothing_is_sent_again_while_the_broker_still_has_messages(
         def queue_size(self):
             return 3
 
-    monkeypatch.setattr(jobs, "get_broker", Busy)
+    monkeypatch.setattr(reaping, "get_broker", Busy)
     assert evaluation_reap().reenqueued == []
 
 
@@ -165,8 +172,8 @@ def test_a_workers_start_takes_back_at_once_what_dead_workers_of_this_host_held(
         worker_name=f"another-host:{dead}",
         lease_s=600,
     )
-    stale = tmp_path / "work" / f"{worker.work_dir_prefix(pid=dead)}eval{queued.pk}-abc"
-    live = tmp_path / "work" / f"{worker.work_dir_prefix(pid=alive)}eval{other.pk}-def"
+    stale = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=dead)}eval{queued.pk}-abc"
+    live = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=alive)}eval{other.pk}-def"
     for folder in (stale, live):
         (folder / "catalog").mkdir(parents=True)
     sleeper = subprocess.Popen(["sleep", "300"], cwd=stale)
@@ -275,7 +282,7 @@ def test_a_message_runs_the_oldest_queued_evaluation_first(queued, fake_cli, sen
         status="queued",
         finished_at=None,
     )
-    finished = tasks.evaluation_run(newer.pk)  # woken by the newer one's message
+    finished = tasks.evaluation_run_next(newer.pk)  # woken by the newer one's message
     assert finished == "correct"
     queued.refresh_from_db()
     newer.refresh_from_db()

@@ -204,7 +204,7 @@ def test_healthz_answers_200_with_the_pools(client):
 
 
 def test_healthz_answers_503_when_the_broker_is_down(client, monkeypatch):
-    from core import views
+    from d2kportal import views
 
     def down():
         raise ConnectionError("the task broker did not answer")

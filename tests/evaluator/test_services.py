@@ -204,7 +204,7 @@ def test_requeue_sends_the_primary_key_to_the_django_q_task(
     with django_capture_on_commit_callbacks(execute=True):
         evaluation_run(evaluation_id=evaluation.pk)
 
-    assert sent == [("evaluator.tasks.evaluation_run", evaluation.pk)]
+    assert sent == [("evaluator.tasks.evaluation_run_next", evaluation.pk)]
 
 
 def test_worker_error_is_stored_after_the_last_attempt_through_the_queue(
@@ -352,8 +352,8 @@ def test_a_finished_evaluation_is_not_run_again(fake_cli, evaluation):
 
 
 def test_the_django_q_task_calls_the_service(fake_cli, evaluation):
-    assert tasks.evaluation_run(evaluation.pk) == "correct"
-    assert tasks.evaluation_run(123_456_789) is None
+    assert tasks.evaluation_run_next(evaluation.pk) == "correct"
+    assert tasks.evaluation_run_next(123_456_789) is None
 
 
 def test_evaluation_create_enqueues_on_commit(
@@ -365,7 +365,7 @@ def test_evaluation_create_enqueues_on_commit(
     with django_capture_on_commit_callbacks(execute=True):
         evaluation = evaluation_create(submission=submission)
     assert evaluation.status == EvaluationStatus.QUEUED
-    assert sent == [("evaluator.tasks.evaluation_run", evaluation.pk)]
+    assert sent == [("evaluator.tasks.evaluation_run_next", evaluation.pk)]
 
 
 # --- review -------------------------------------------------------------------

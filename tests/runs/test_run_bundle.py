@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from runs.bundle import BundleError, BundleLimits, bundle_validate, manifest_condition
+from runformat import BundleError, BundleLimits, bundle_validate, manifest_condition
 from tests.runs.bundles import KERNEL, good_files, make_zip, manifest
 
 SLUGS = frozenset({"row_softmax", "layernorm_fwd"})

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs.bundle import schema_errors
+from runformat import schema_errors
 from runs.convert import TranscriptError, openai_chat_to_trace
 from runs.traces import trace_summarize
 

@@ -28,7 +28,7 @@ def judge_user():
 
 
 def _scopes(user):
-    from core.auth import scope_allowed
+    from accounts.auth import scope_allowed
 
     return ("upload", "judge") if scope_allowed(user=user, scope="judge") else ("upload",)
 

@@ -14,6 +14,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
+from evaluator.models import Evaluation
+from runs.models import Run
+from submissions.models import Submission
 
 WINDOW = timedelta(days=1)
 # Queued evaluations drain at the workers' pace: a minute is the honest guess.
@@ -28,9 +31,6 @@ class QuotaExceeded(Exception):
 
 
 def _counted_uploads(user: User):
-    from runs.models import Run
-    from submissions.models import Submission
-
     since = timezone.now() - WINDOW
     lone = (
         Submission.objects.filter(owner=user, run__isnull=True, created_at__gte=since)
@@ -48,8 +48,6 @@ def quota_check_upload(*, user: User, evaluations: int = 1) -> None:
     `evaluations` evaluations."""
     if user.is_staff:
         return
-    from evaluator.models import Evaluation
-
     per_day = settings.D2K_QUOTA_UPLOADS_PER_DAY
     uploads = _counted_uploads(user)
     if len(uploads) >= per_day:

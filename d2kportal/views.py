@@ -1,4 +1,5 @@
-"""Site-wide doors that belong to no app: the health check."""
+"""Site-wide doors that belong to no app: the health check (it asks the evaluator
+about its broker and worker pools, so it lives with the project, not in core)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from runs.bundle import schema_load
+from .schema import schema_load
 
 MALFORMED = "malformed"
 KNOWN_TYPES = ("start", "message", "tool_call", "tool_result", "submit", "end")

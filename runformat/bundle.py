@@ -1,6 +1,6 @@
 """Validation of a run bundle: zip bytes in, a manifest and its files or every problem out.
 
-The one copy of these rules: the portal's upload (`runs.bundle`) and `d2k pack-run`
+The one copy of these rules: the portal's upload (`runs.services`) and `d2k pack-run`
 both call `bundle_validate`. Pure (no database, no Django, jsonschema and the standard
 library only): the caller passes the known task slugs and the limits. Nothing is
 extracted to disk; every entry is read into memory with a cap, so a header that lies
@@ -16,13 +16,10 @@ import stat
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from .schema import schema_errors
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 MANIFEST = "manifest.json"
 # Entries this large or larger are checked against the compression ratio limit; small
 # files (a kernel of blank lines) may compress far better than any real payload.
@@ -100,29 +97,6 @@ class Bundle:
 def manifest_condition(*, levels: tuple[str, ...] | list[str]) -> str:
     """`none` for the run without guidance, else the levels in order joined by `+`."""
     return "+".join(sorted(levels)) if levels else "none"
-
-
-@cache
-def schema_load(name: str) -> dict[str, Any]:
-    """One of the published schemas (`manifest-v1`, `trace-v1`) as a dict."""
-    loaded: dict[str, Any] = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
-    return loaded
-
-
-@cache
-def _validator(name: str) -> Draft202012Validator:
-    schema = schema_load(name)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def schema_errors(*, name: str, instance: Any) -> list[str]:
-    """Readable messages for every way `instance` breaks the schema `name`, in path order."""
-    errors = sorted(_validator(name).iter_errors(instance), key=lambda e: list(e.absolute_path))
-    messages = []
-    for error in errors:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        messages.append(f"{where.lstrip('.') or 'the document'}: {error.message}")
-    return messages
 
 
 def _entry_name_errors(info: zipfile.ZipInfo) -> str | None:

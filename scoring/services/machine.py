@@ -1,0 +1,89 @@
+"""Machine assessments: what the detectors find in a submission's source and what the
+counter rules read from its verdict's profiler counters, recomputed with its scores."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.models import Evaluation
+from scoring.models import Assessment, AssessmentKind, AssessmentSource
+from submissions.models import Submission
+from task_catalog.models import DesignProperty
+from taskformat.counter_rules import CounterRuleError, counter_assess
+from taskformat.detectors import DetectorError, DetectorResult, assess
+
+logger = logging.getLogger("scoring")
+
+
+def evaluation_counts(evaluation: Evaluation | None) -> bool:
+    """Correct for scoring: `correct`, or `flagged` and cleared by an admin; never a
+    confirmed hack."""
+    if evaluation is None or evaluation.review == "hacked":
+        return False
+    return evaluation.status == "correct" or (
+        evaluation.status == "flagged" and evaluation.review == "cleared"
+    )
+
+
+def _machine_write(
+    *,
+    submission: Submission,
+    prop: DesignProperty,
+    source: str,
+    result: DetectorResult | None,
+) -> None:
+    rows = Assessment.objects.filter(
+        kind=AssessmentKind.IMPLEMENTED, submission=submission, property=prop, source=source
+    )
+    if result is None:
+        rows.delete()
+        return
+    Assessment.objects.update_or_create(
+        kind=AssessmentKind.IMPLEMENTED,
+        submission=submission,
+        property=prop,
+        source=source,
+        defaults={
+            "task_id": submission.task_id,
+            "value": result.value,
+            "rationale": result.rationale,
+            "evidence": list(result.evidence),
+            "who": None,
+            "assessed_at": timezone.now(),
+        },
+    )
+
+
+def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluation | None) -> None:
+    """Recompute the detector and counter assessments of `submission` (its source, and the
+    counters of its latest finished verdict); a result that can no longer be drawn is
+    removed, never kept stale."""
+    timed = []
+    if evaluation is not None and evaluation.mode == "cuda" and evaluation_counts(evaluation):
+        timed = [
+            {"name": r.name, "counters": r.counters}
+            for r in evaluation.results.all()
+            if r.role == "timed" and not r.hidden
+        ]
+    with transaction.atomic():
+        for prop in DesignProperty.objects.filter(task_id=submission.task_id):
+            try:
+                found = assess(prop.detector or {"kind": "manual"}, submission.source)
+            except (DetectorError, KeyError, TypeError) as exc:
+                logger.warning("detector of %s cannot run: %s", prop, exc)
+                found = None
+            _machine_write(
+                submission=submission, prop=prop, source=AssessmentSource.DETECTOR, result=found
+            )
+            counted = None
+            if prop.counters and timed:
+                try:
+                    counted = counter_assess(prop.counters, timed)
+                except CounterRuleError as exc:
+                    logger.warning("counter rule of %s cannot run: %s", prop, exc)
+            _machine_write(
+                submission=submission, prop=prop, source=AssessmentSource.COUNTERS, result=counted
+            )
