@@ -19,13 +19,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from accounts.models import User
-<<<<<<< HEAD
-from evaluator.harness.verdict import Verdict, environment_gpu
-from evaluator.models import Evaluation
-=======
 from evaluator.harness.verdict import Verdict, environment_gpu
 from evaluator.models import EXPERT_USERNAME, Evaluation
->>>>>>> wt-imports
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
 from evaluator.services.runner import WorkerError, _verdict_parse
 from submissions.models import Submission
