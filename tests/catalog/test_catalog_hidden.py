@@ -139,6 +139,7 @@ def _interpret_verdict(slug: str, secret: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", ["row_softmax", "w4a16_gemv"])
 def test_two_deployments_draw_different_shapes_and_the_expert_is_correct_on_both(slug):
     a, b = (load_drawn(slug, secret=s) for s in TEST_SECRETS)
