@@ -30,3 +30,11 @@ def test_quick_leaves_out_the_slow_kinds():
     slow_kinds = {"slow", "fuzz", "browser", "gpu"}
     assert slow_kinds <= markers
     assert set(re.findall(r"not (\w+)", expression.group(1))) == slow_kinds
+
+
+def test_the_folders_quick_skips_exist():
+    skipped = re.search(r"^QUICK_SKIPPED=\((.*)\)$", (ROOT / "dev").read_text(), re.M)
+    assert skipped is not None
+    folders = skipped.group(1).split()
+    assert "tests/catalog" in folders
+    assert all((ROOT / folder).is_dir() for folder in folders), folders
