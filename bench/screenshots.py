@@ -7,7 +7,9 @@ fresh SQLite database, loads the catalog, the experts' GPU baselines and the exa
 campaign (`load_example_runs`: example data written by hand, labelled as such on
 every page), waits until the worker has evaluated every example kernel, then drives
 Debian's chromium (headless, through Playwright) over the main pages at 1280 px and
-a few at 390 px, writing one PNG per page into `--out`.
+a few at 390 px, writing one PNG per page into `--out`, each reduced to a palette of
+256 colours by `pngquant` where it is installed (apt-get install pngquant): a third of
+the size, which keeps docs/ within its budget (tests/docs/test_docs_size.py).
 
 `--dir DIR` keeps the portal's database in DIR: a second run with the same DIR skips
 the set-up and the evaluations and only takes the pictures again.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -137,8 +140,19 @@ def shoot(base_url: str, ids: dict[str, int], *, chromium: str, out: Path) -> No
                 expect(charts.nth(i).locator(".main-svg").first).to_be_attached()
             target = out / f"{name}.png"
             page.screenshot(path=str(target), animations="disabled")
+            shrink(target)
             print(f"{target}: {target.stat().st_size / 1024:.0f} KB")
         browser.close()
+
+
+def shrink(png: Path) -> None:
+    """The screenshot in 256 colours, in place (text and charts stay sharp)."""
+    pngquant = shutil.which("pngquant")
+    if pngquant is None:
+        return
+    options = ["--quality=70-95", "--speed=1", "--strip", "--skip-if-larger", "--force"]
+    # Exit status 98/99: the palette would be larger or worse; the PNG is kept as taken.
+    subprocess.run([pngquant, *options, "--ext=.png", str(png)], check=False)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
     gunicorn -c d2kportal/gunicorn.conf.py d2kportal.wsgi
 
-Workers default to 2 × cores + 1 (gunicorn's own advice for sync workers); every
-value can be set from the environment. Evaluations never run here: the web answers
-in milliseconds and hands work to the evaluation workers through the queue.
+Workers default to 2 × cores + 1 (gunicorn's own advice for sync workers). Where it
+listens, the workers, the timeout and the trusted proxies come from the environment
+(docs/settings.md); gunicorn's own command-line options override the rest. Evaluations
+never run here: the web answers in milliseconds and hands work to the evaluation workers
+through the queue.
 """
 
 import multiprocessing
@@ -21,15 +23,15 @@ if _dotenv.exists():
 
 bind = os.environ.get("D2K_WEB_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("D2K_WEB_WORKERS") or 2 * multiprocessing.cpu_count() + 1)
-threads = int(os.environ.get("D2K_WEB_THREADS", 1))
+threads = 1
 # Uploads of run bundles take a while on slow links; nothing else does.
 timeout = int(os.environ.get("D2K_WEB_TIMEOUT", 120))
 graceful_timeout = 30
 keepalive = 5
 # Recycle workers now and then so a slow leak never accumulates.
-max_requests = int(os.environ.get("D2K_WEB_MAX_REQUESTS", 2000))
+max_requests = 2000
 max_requests_jitter = 200
-accesslog = os.environ.get("D2K_WEB_ACCESS_LOG", "-")
+accesslog = "-"
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("D2K_WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 proc_name = "d2k-web"

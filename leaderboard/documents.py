@@ -20,6 +20,7 @@ from task_catalog.rendering import PYGMENTS_CSS_CLASS, SAFE_ATTRIBUTES
 # slug -> (file under docs/, title in the navigation)
 DOCUMENTS = {
     "evaluator": ("evaluator.md", "How submissions are evaluated"),
+    "exploits": ("exploits.md", "Exploits and their verdicts"),
     "benchmarks": ("benchmarks.md", "Measured on the GPU"),
     "run-format": ("run-format.md", "Run bundles and agent traces"),
     "scores": ("scores.md", "How runs are scored"),

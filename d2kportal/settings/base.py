@@ -1,4 +1,9 @@
-"""Settings shared by every deployment. Values that vary come from `env`."""
+"""Settings shared by every deployment. Values that vary come from `env`.
+
+Only what a deployment (or an experiment) changes is read from the environment
+(`.env.example`, docs/settings.md); the rest are constants here, which tests
+change with `override_settings`.
+"""
 
 import tempfile
 from importlib.util import find_spec
@@ -76,7 +81,7 @@ DATABASES = {"default": env.db("D2K_DATABASE_URL", default=f"sqlite:///{BASE_DIR
 SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
     "transaction_mode": "IMMEDIATE",
-    "timeout": env.int("D2K_SQLITE_BUSY_TIMEOUT", default=30),
+    "timeout": 30,  # seconds a write waits for the lock, then the page answers 503
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
@@ -149,8 +154,8 @@ Q_CLUSTER = {
     "workers": env.int("D2K_Q_WORKERS", default=1),
     # An evaluation may run for many minutes on a GPU; the harness enforces its
     # own per-submission timeout, this one only catches a wedged worker.
-    "timeout": env.int("D2K_Q_TIMEOUT", default=3600),
-    "retry": env.int("D2K_Q_TIMEOUT", default=3600) + 60,
+    "timeout": 3600,
+    "retry": 3600 + 60,
     # The evaluation row is the job (evaluator.services.jobs): it counts its own attempts
     # and a reaper re-queues lost ones, so django-q2 never re-delivers on its own.
     "max_attempts": 1,
@@ -181,9 +186,10 @@ D2K_HIDDEN_SEED = env("D2K_HIDDEN_SEED", default="")
 D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")
 # Cuda mode: hardware counters of correct submissions (evaluator/harness/counters.py).
 D2K_EVALUATION_COUNTERS = env.bool("D2K_EVALUATION_COUNTERS", default=True)
-# Durable evaluations (docs/operations.md).
+# Durable evaluations (docs/operations.md). The lease, the re-queue wait and the reaper's
+# round are read from the environment for the suite's multi-process tests, which shorten them.
 D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
-D2K_EVALUATION_MAX_ATTEMPTS = env.int("D2K_EVALUATION_MAX_ATTEMPTS", default=3)
+D2K_EVALUATION_MAX_ATTEMPTS = 3
 D2K_EVALUATION_REQUEUE_S = env.int("D2K_EVALUATION_REQUEUE_S", default=120)
 D2K_REAP_INTERVAL_S = env.int("D2K_REAP_INTERVAL_S", default=15)
 # Worker pools (docs/deploy.md): the GPU kinds that have workers of their own. A run
@@ -200,11 +206,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("D2K_LOG_LEVEL", default="INFO")},
 }
 
-# Agent run bundles (docs/run-format.md).
+# Agent run bundles (docs/run-format.md). The size a deployment accepts is its own (its
+# proxy's body limit follows it); the zip-bomb guards below hold for every deployment.
 D2K_RUN_BUNDLE_MAX_BYTES = env.int("D2K_RUN_BUNDLE_MAX_BYTES", default=64 * 1024 * 1024)
-D2K_RUN_BUNDLE_MAX_FILES = env.int("D2K_RUN_BUNDLE_MAX_FILES", default=400)
-D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES = env.int(
-    "D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES", default=512 * 1024 * 1024
-)
-D2K_RUN_BUNDLE_MAX_RATIO = env.int("D2K_RUN_BUNDLE_MAX_RATIO", default=100)
-D2K_RUN_TRACE_MAX_BYTES = env.int("D2K_RUN_TRACE_MAX_BYTES", default=128 * 1024 * 1024)
+D2K_RUN_BUNDLE_MAX_FILES = 400
+D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+D2K_RUN_BUNDLE_MAX_RATIO = 100
+D2K_RUN_TRACE_MAX_BYTES = 128 * 1024 * 1024

@@ -13,7 +13,7 @@ also write the flush buffer first, so the flush itself is no window either.
 What remains: a kernel already queued on another stream takes the SMs as the
 cover's blocks retire, a few microseconds before the start event is stamped.
 Where that kernel reads the call's inputs, the audit calls catch it
-(Child._audit_call); where it reads none, see docs/evaluator.md, "Known gaps".
+(Child._audit_call); where it reads none, see docs/exploits.md, "Known gaps".
 
 The kernel is PTX, loaded through the CUDA driver that torch already has
 loaded (ctypes, no compiler), and launched on the caller's stream. Where that

@@ -24,7 +24,7 @@ from .profilemark import MARK_KERNEL
 # warpgroup ones (wgmma, Hopper's own). The duration is each kernel's time on
 # the device by ncu's clock, not the child's: a host-clock excess is held
 # against it (timingchecks.settle_host_clock). ncu's table is still within the
-# submission's reach (docs/evaluator.md, Known gaps).
+# submission's reach (docs/exploits.md, Known gaps).
 METRICS = {
     "duration": "gpu__time_duration.sum",
     "dram_read": "dram__bytes_read.sum",

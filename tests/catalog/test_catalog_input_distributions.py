@@ -121,6 +121,7 @@ def test_every_named_hazard_has_a_naive_kernel():
     assert len(HAZARD_KERNELS) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", HAZARD_KERNELS)
 def test_naive_kernel_passes_the_public_inputs_and_fails_the_adversarial_ones(slug):
     results = _results(slug, str(HERE / "hazard_kernels" / f"{slug}.py"))

@@ -41,6 +41,7 @@ def wsgi_inside_the_test_transaction():
         signals.request_finished.connect(close_old_connections)
 
 
+@pytest.mark.fuzz
 @pytest.mark.django_db
 def test_no_generated_request_gets_a_5xx(run_tasks, settings, wsgi_inside_the_test_transaction):
     settings.D2K_QUOTA_UPLOADS_PER_DAY = 10**6

@@ -135,7 +135,9 @@ LAB_NOTEBOOK = [
 ]
 
 
-@pytest.mark.parametrize("name", ["evaluator.md", "benchmarks.md", "deploy.md", "architecture.md"])
+@pytest.mark.parametrize(
+    "name", ["evaluator.md", "exploits.md", "benchmarks.md", "deploy.md", "architecture.md"]
+)
 def test_the_reference_pages_carry_no_lab_notebook(name):
     text = (ROOT / "docs" / name).read_text(encoding="utf-8")
     hits = [m.group(0) for pattern in LAB_NOTEBOOK for m in pattern.finditer(text)]

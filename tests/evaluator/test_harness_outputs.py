@@ -133,6 +133,7 @@ def test_a_module_may_gain_a_submodule_but_a_class_may_not_gain_an_entry(monkeyp
     assert guard.patched() == ["torch.Tensor.d2k_new_method"]
 
 
+@pytest.mark.slow
 def test_no_audit_hook_can_be_added_after_the_harness_s_own():
     # In a process of its own: an audit hook cannot be removed. Python drops
     # the addition quietly when an earlier hook refuses it.
@@ -150,6 +151,7 @@ def test_no_audit_hook_can_be_added_after_the_harness_s_own():
     assert done.stdout.split() == ["opened"]
 
 
+@pytest.mark.slow
 def test_a_compiled_baseline_changes_nothing_the_guard_watches_once_torch_is_settled():
     # In a process of its own: TorchDynamo's first compile wraps torch.manual_seed
     # and nn.Module.__init__ once per process, the harness's settle_torch first.

@@ -18,9 +18,19 @@ def test_the_evaluation_protocol_is_a_page_with_its_contents(client):
     assert response.status_code == 200
     assert "<title>The evaluator: what is checked" in html
     # Every section has an anchor, and the contents link to it.
+    assert 'id="statuses"' in html and 'href="#statuses"' in html
+    assert 'id="defence-in-depth"' in html and 'href="#defence-in-depth"' in html
+    assert "<table>" in html and 'class="highlight"' in html
+    assert f'href="{reverse("leaderboard:document", args=["exploits"])}"' in html
+
+
+def test_the_exploits_and_their_gpu_verdicts_are_a_page(client):
+    response = client.get(reverse("leaderboard:document", args=["exploits"]))
+    html = response.content.decode()
+
+    assert response.status_code == 200
     assert 'id="known-gaps"' in html and 'href="#known-gaps"' in html
     assert 'id="verdicts-on-the-gpu"' in html and 'href="#verdicts-on-the-gpu"' in html
-    assert "<table>" in html and 'class="highlight"' in html
     assert f'href="{reverse("leaderboard:document", args=["benchmarks"])}"' in html
 
 
@@ -90,7 +100,7 @@ def test_the_pages_markdown_is_written_the_way_the_site_renders_it(slug):
 
 
 def test_a_nested_list_renders_nested():
-    html = str(documents.document_render(slug="evaluator").html)
+    html = str(documents.document_render(slug="exploits").html)
     known_gaps = html[html.index('id="known-gaps"') :]
     nested = "<ul>\n<li><strong>Defence:</strong>"
     assert nested in known_gaps
