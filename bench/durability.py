@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.evaluator.portal_processes import ROOT, Portal, pids_alive, process_tree
+from d2kportal.processes import ROOT, Portal, pids_alive, process_tree
 
 EXPERT = (ROOT / "catalog" / "row_softmax" / "expert.py").read_text()
 

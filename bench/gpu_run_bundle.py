@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from d2k_client.packing import bundle_pack  # noqa: E402
 
-from tests.evaluator.portal_processes import Portal  # noqa: E402
+from d2kportal.processes import Portal  # noqa: E402
 
 MANIFEST = {
     "schema": 1,

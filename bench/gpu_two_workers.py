@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.evaluator.portal_processes import Portal  # noqa: E402
+from d2kportal.processes import Portal  # noqa: E402
 
 RESULTS = """
 import json

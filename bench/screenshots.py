@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.evaluator.portal_processes import ROOT, Portal
+from d2kportal.processes import ROOT, Portal
 
 USERNAME, PASSWORD = "ada", "a-long-passphrase-42"
 IDS = """

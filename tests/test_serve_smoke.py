@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluator.portal_processes import redis_up
+from d2kportal.processes import redis_up
 
 ROOT = Path(__file__).resolve().parent.parent
 

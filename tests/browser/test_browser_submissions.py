@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from d2kportal.processes import Portal
 from tests.browser.support import EVALUATION_TIMEOUT_MS, MARKS, open_page, sign_up
-from tests.evaluator.portal_processes import Portal
 
 ROOT = Path(__file__).resolve().parents[2]
 PENDING = re.compile(r"^\s*(queued|running)\s*$")

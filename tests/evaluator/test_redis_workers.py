@@ -15,8 +15,8 @@ from collections import Counter
 
 import pytest
 
+from d2kportal.processes import Portal, postgres_up, redis_up
 from tests.evaluator.fake_cli import FakeCli, verdict_dict
-from tests.evaluator.portal_processes import Portal, postgres_up, redis_up
 
 pytestmark = pytest.mark.slow
 

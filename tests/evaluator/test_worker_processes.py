@@ -18,15 +18,15 @@ import time
 
 import pytest
 
-from taskformat.package import load_task
-from taskformat.spec import Mode
-from tests.evaluator.portal_processes import (
+from d2kportal.processes import (
     ROOT,
     Portal,
     pids_alive,
     postgres_up,
     process_tree,
 )
+from taskformat.package import load_task
+from taskformat.spec import Mode
 from tests.evaluator.test_services import TAIL_DROPPING_KERNEL
 from tests.small_checks import catalog_with_smallest_checks
 

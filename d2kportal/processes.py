@@ -1,6 +1,8 @@
 """A real portal in processes: a fresh database, the web server and evaluation workers.
 
-Used by the worker-death scenario test and by bench/worker_recovery.py. Everything
+For scenarios that need the whole deployment: the worker-death and multi-worker
+tests, the browser tests, and the lab's scripts in bench/ (durability, GPU runs,
+screenshots). Everything
 runs as `manage.py` subprocesses against a database of its own (a SQLite file, or a
 fresh PostgreSQL database dropped afterwards), talks HTTP to the web server and
 reads the database through `manage.py shell`, exactly as a deployment would.
@@ -21,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 TOKEN = """
@@ -138,7 +140,8 @@ class Portal:
             "D2K_DATABASE_URL": url,
             "D2K_EVALUATOR_MODE": "interpret",
             "D2K_WORK_DIR": str(directory / "work"),
-            "D2K_SCENARIO_MARKER": self.marker,
+            # Not a setting: what leftovers() finds again in /proc/<pid>/environ.
+            "PORTAL_PROCESSES_MARKER": self.marker,
             # The portal's own deployment secret: its evaluations draw hidden workloads.
             "D2K_HIDDEN_SEED": f"d2k-scenario-secret-{self.marker}",
             "PYTHONUNBUFFERED": "1",
