@@ -140,7 +140,8 @@ class Portal:
             "D2K_DATABASE_URL": url,
             "D2K_EVALUATOR_MODE": "interpret",
             "D2K_WORK_DIR": str(directory / "work"),
-            "D2K_SCENARIO_MARKER": self.marker,
+            # Not a setting: what leftovers() finds again in /proc/<pid>/environ.
+            "PORTAL_PROCESSES_MARKER": self.marker,
             # The portal's own deployment secret: its evaluations draw hidden workloads.
             "D2K_HIDDEN_SEED": f"d2k-scenario-secret-{self.marker}",
             "PYTHONUNBUFFERED": "1",

@@ -54,7 +54,7 @@ def test_the_evaluation_is_enqueued_by_primary_key_after_commit(
     assert sent == [], "nothing is enqueued before the commit"
     assert len(callbacks) == 1
     callbacks[0]()
-    assert sent == [("evaluator.tasks.evaluation_run", submission.evaluations.get().pk)]
+    assert sent == [("evaluator.tasks.evaluation_run_next", submission.evaluations.get().pk)]
 
 
 def test_bytes_are_decoded_and_a_byte_order_mark_dropped(task):
