@@ -20,15 +20,8 @@ def read(path: str) -> str:
 
 
 # Read from the environment, but no setting of the portal's: the d2k client's own
-# (docs/client.md), the pool a worker hands its own children (evaluation_worker --gpu), and
-# the mark d2kportal.processes sets on the processes of a portal it starts, to find them.
-NOT_PORTAL_SETTINGS = {
-    "D2K_CONFIG",
-    "D2K_SERVER",
-    "D2K_TOKEN",
-    "D2K_WORKER_HARDWARE",
-    "D2K_SCENARIO_MARKER",
-}
+# (docs/client.md), and the pool a worker hands its own children (evaluation_worker --gpu).
+NOT_PORTAL_SETTINGS = {"D2K_CONFIG", "D2K_SERVER", "D2K_TOKEN", "D2K_WORKER_HARDWARE"}
 PRODUCT_CODE = [
     "d2kportal",
     "evaluator",
