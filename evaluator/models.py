@@ -3,21 +3,23 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import BaseModel
+from evaluator.harness.spec import Status
 
 
 class EvaluationStatus(models.TextChoices):
-    """Queue states, then the verdicts of SPEC §6 (documented in docs/evaluator.md)."""
+    """Queue states, then the harness's verdicts (documented in docs/evaluator.md); each
+    verdict's value is the harness's own (evaluator.harness.spec.Status)."""
 
     QUEUED = "queued"
     RUNNING = "running"
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    FLAGGED = "flagged"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    OUT_OF_MEMORY = "out_of_memory"
-    WORKER_ERROR = "worker_error"
+    CORRECT = Status.CORRECT.value
+    INCORRECT = Status.INCORRECT.value
+    FLAGGED = Status.FLAGGED.value
+    COMPILE_ERROR = Status.COMPILE_ERROR.value
+    RUNTIME_ERROR = Status.RUNTIME_ERROR.value
+    TIMEOUT = Status.TIMEOUT.value
+    OUT_OF_MEMORY = Status.OUT_OF_MEMORY.value
+    WORKER_ERROR = Status.WORKER_ERROR.value
 
 
 FINISHED_STATUSES = frozenset(EvaluationStatus) - {

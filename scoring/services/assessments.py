@@ -14,6 +14,7 @@ from django.utils import timezone
 from accounts.models import User
 from evaluator.models import Evaluation
 from runs.models import Proposal, Run
+from scoring.formulas import counts_for_scoring
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
@@ -49,11 +50,9 @@ class AssessmentsInvalid(Exception):
 def evaluation_counts(evaluation: Evaluation | None) -> bool:
     """Correct for scoring: `correct`, or `flagged` and cleared by an admin; never a
     confirmed hack."""
-    if evaluation is None or evaluation.review == "hacked":
+    if evaluation is None:
         return False
-    return evaluation.status == "correct" or (
-        evaluation.status == "flagged" and evaluation.review == "cleared"
-    )
+    return counts_for_scoring(status=evaluation.status, review=evaluation.review)
 
 
 def _machine_write(
