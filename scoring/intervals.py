@@ -31,7 +31,7 @@ class Metric:
 
     key: str
     parts: Callable[[TaskParts], tuple[float, float]]
-    post: Callable[[float], float] = float
+    post: Callable[[np.ndarray], np.ndarray] = np.asarray
     summed: bool = False
 
 
@@ -61,14 +61,14 @@ def _turns(p: TaskParts) -> tuple[float, float]:
     return float(p.turns or 0), 0.0
 
 
-def _percent(x: float) -> float:
+def _percent(x: np.ndarray) -> np.ndarray:
     return 100.0 * x
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("correctness_rate", _rate),
     Metric("performance_score", _performance),
-    Metric("geomean_speedup", _log_speedup, math.exp),
+    Metric("geomean_speedup", _log_speedup, np.exp),
     *(
         Metric(f"{name}{suffix}", _weights(name, bucket), _percent)
         for name in ("implementation", "discovery")
@@ -100,21 +100,39 @@ def _matrix(
     return num, den
 
 
-def _values(num: np.ndarray, den: np.ndarray, metric: Metric) -> np.ndarray:
-    """Per attempt (last axis summed over tasks): the run score, NaN where undefined."""
-    total = num.sum(axis=-1)
+def _ratio(total: np.ndarray, weight: np.ndarray, metric: Metric) -> np.ndarray:
+    """The run score from its summed numerator and denominator; NaN where undefined."""
     if metric.summed:
         return total
-    weight = den.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
-    return np.vectorize(metric.post, otypes=[float])(ratio) if ratio.size else ratio
+    return metric.post(ratio)
 
 
-def _mean_over_attempts(values: np.ndarray) -> np.ndarray:
-    """The mean over the attempt axis; NaN when an attempt has no value (the score is
-    then not defined for that set of attempts)."""
-    return values.mean(axis=-1)
+def _point(num: np.ndarray, den: np.ndarray, metric: Metric) -> float | None:
+    """The mean over attempts of each attempt's score (None when one has none)."""
+    if num.shape[0] == 0:
+        return None
+    value = float(_ratio(num.sum(axis=1), den.sum(axis=1), metric).mean())
+    return None if math.isnan(value) else value
+
+
+def _multiplicity(picks: np.ndarray, size: int) -> np.ndarray:
+    """Resamples × items: how often each resample drew each item."""
+    rows = np.arange(picks.shape[0])[:, None] * size
+    counts = np.bincount((rows + picks).ravel(), minlength=picks.shape[0] * size)
+    return counts.reshape(picks.shape[0], size).astype(float)  # float: a BLAS product
+
+
+def _resampled(
+    num: np.ndarray, den: np.ndarray, metric: Metric, tasks: np.ndarray, attempts: np.ndarray
+) -> np.ndarray:
+    """Per resample: the mean over the drawn attempts of the score over the drawn tasks.
+    `tasks`: resamples × tasks multiplicities; `attempts`: resamples × drawn attempt ids."""
+    totals = tasks @ num.T  # resamples × attempts: each attempt's sums over the drawn tasks
+    weights = tasks @ den.T
+    drawn = np.take_along_axis(totals, attempts, axis=1), np.take_along_axis(weights, attempts, 1)
+    return _ratio(*drawn, metric).mean(axis=1)
 
 
 def _percentiles(samples: np.ndarray) -> Interval | None:
@@ -142,35 +160,34 @@ def entry_scores(
     interval_possible = n_attempts >= 2 and n_tasks > 0
     if interval_possible:
         pick_attempts = rng.integers(0, n_attempts, size=(resamples, n_attempts))
-        pick_tasks = rng.integers(0, n_tasks, size=(resamples, n_tasks))
+        task_counts = _multiplicity(rng.integers(0, n_tasks, size=(resamples, n_tasks)), n_tasks)
     result: dict[str, tuple[float | None, Interval | None]] = {}
     for metric in METRICS:
         num, den = _matrix(attempts, tasks, metric)
-        point = _mean_over_attempts(_values(num, den, metric)) if n_attempts else np.nan
-        value = None if np.isnan(point) else float(point)
+        value = _point(num, den, metric)
         interval = None
         if interval_possible and value is not None:
-            rows = pick_attempts[:, :, None], pick_tasks[:, None, :]
-            samples = _mean_over_attempts(_values(num[rows], den[rows], metric))
+            samples = _resampled(num, den, metric, task_counts, pick_attempts)
             interval = _percentiles(samples)
         result[metric.key] = (value, interval)
     return result
 
 
 def _paired_geomean(
-    counts: Sequence[np.ndarray], logs: Sequence[np.ndarray]
+    counts: Sequence[np.ndarray], logs: Sequence[np.ndarray], tasks: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paired geomean of each side over the tasks correct in at least one attempt of
-    both sides (a task's log speedup: the mean over the side's correct attempts), and N.
-    Arrays are (…, attempts, tasks); the results (…)."""
-    correct = [c.sum(axis=-2) for c in counts]
-    both = (correct[0] > 0) & (correct[1] > 0)
-    n = both.sum(axis=-1)
+    """The paired geomean of each side over the drawn tasks correct in at least one drawn
+    attempt of both sides (a task's log speedup: the mean over the side's correct drawn
+    attempts), and N. `counts` and `logs` per side: (…, tasks) sums over the drawn
+    attempts; `tasks`: (…, tasks) multiplicities of the drawn tasks."""
+    both = (counts[0] > 0) & (counts[1] > 0)
+    weight = tasks * both
+    n = weight.sum(axis=-1)
     geomeans = []
-    for c, lg in zip(correct, logs, strict=True):
-        per_task = lg.sum(axis=-2) / np.maximum(c, 1)
+    for c, lg in zip(counts, logs, strict=True):
+        per_task = lg / np.maximum(c, 1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean_log = np.where(n > 0, (per_task * both).sum(axis=-1) / np.maximum(n, 1), np.nan)
+            mean_log = np.where(n > 0, (per_task * weight).sum(axis=-1) / np.maximum(n, 1), np.nan)
         geomeans.append(np.exp(mean_log))
     return geomeans[0], geomeans[1], n
 
@@ -185,56 +202,50 @@ def paired_scores(
     """Per metric: the value without and with guidance (means over attempts), the uplift
     (with − without) and its paired 95 % bootstrap interval: tasks are resampled once for
     both sides, attempts on each side apart. The geomean is the paired one (tasks correct
-    on both sides), with `geomean_n`. The interval needs two attempts on each side."""
+    on both sides), with `n`. The interval needs two attempts on each side."""
     tasks = _task_list(without, with_guidance)
     rng = np.random.default_rng(seed)
     sides = (without, with_guidance)
     n_tasks = len(tasks)
     interval_possible = all(len(side) >= 2 for side in sides) and n_tasks > 0
     if interval_possible:
-        pick_tasks = rng.integers(0, n_tasks, size=(resamples, n_tasks))
+        task_counts = _multiplicity(rng.integers(0, n_tasks, size=(resamples, n_tasks)), n_tasks)
         picks = [rng.integers(0, len(side), size=(resamples, len(side))) for side in sides]
     result: dict[str, dict[str, object]] = {}
     for metric in METRICS:
         mats = [_matrix(side, tasks, metric) for side in sides]
+        entry: dict[str, object] = {}
+        samples = None
         if metric.key == "geomean_speedup":
-            counts = [den for _, den in mats]
-            logs = [num for num, _ in mats]
-            a, b, n = _paired_geomean(counts, logs)
-            points = [float(a), float(b)]
-            entry: dict[str, object] = {"n": int(n)}
+            once = np.ones(n_tasks)
+            a, b, n = _paired_geomean(
+                [den.sum(axis=0) for _, den in mats], [num.sum(axis=0) for num, _ in mats], once
+            )
+            points: list[float | None] = [float(a), float(b)]
+            entry["n"] = int(n)
             if interval_possible:
-                idx = [(p[:, :, None], pick_tasks[:, None, :]) for p in picks]
+                drawn = [_multiplicity(p, len(side)) for p, side in zip(picks, sides, strict=True)]
                 sa, sb, _ = _paired_geomean(
-                    [c[i] for c, i in zip(counts, idx, strict=True)],
-                    [lg[i] for lg, i in zip(logs, idx, strict=True)],
+                    [m @ den for m, (_, den) in zip(drawn, mats, strict=True)],
+                    [m @ num for m, (num, _) in zip(drawn, mats, strict=True)],
+                    task_counts,
                 )
                 samples = sb - sa
         else:
-            points = [
-                float(_mean_over_attempts(_values(num, den, metric))) if len(side) else math.nan
-                for (num, den), side in zip(mats, sides, strict=True)
-            ]
-            entry = {}
+            points = [_point(num, den, metric) for num, den in mats]
             if interval_possible:
                 values = [
-                    _mean_over_attempts(
-                        _values(
-                            num[p[:, :, None], pick_tasks[:, None, :]],
-                            den[p[:, :, None], pick_tasks[:, None, :]],
-                            metric,
-                        )
-                    )
+                    _resampled(num, den, metric, task_counts, p)
                     for (num, den), p in zip(mats, picks, strict=True)
                 ]
                 samples = values[1] - values[0]
-        clean = [None if math.isnan(v) else v for v in points]
-        lift = None if None in clean else clean[1] - clean[0]  # type: ignore[operator]
+        clean = [None if v is None or math.isnan(v) else v for v in points]
+        lift = None if clean[0] is None or clean[1] is None else clean[1] - clean[0]
         entry.update(
             without=clean[0],
             with_guidance=clean[1],
             uplift=lift,
-            uplift_ci=_percentiles(samples) if interval_possible and lift is not None else None,
+            uplift_ci=_percentiles(samples) if samples is not None and lift is not None else None,
         )
         result[metric.key] = entry
     return result
