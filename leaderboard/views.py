@@ -1,4 +1,4 @@
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 
 from runs.selectors import catalog_version_current, run_get_for_viewer
@@ -14,7 +14,7 @@ from .charts import (
     speedup_distribution_figure,
 )
 from .documents import DocumentNotFound, document_render, documents_listed
-from .filters import Filters, filters_parse
+from .filters import FilterForm, Filters, filters_parse
 from .paper import PAPER_SCORES, paper_table, table_latex
 from .selectors import (
     catalog_size,
@@ -86,7 +86,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         )
         return table_response(table=table, export=export)
     page = versioned(name="leaderboard", key=filters.query(), build=lambda: _board(filters))
-    context = {"form": form, "filters": filters, **page}
+    context = {"form": _scoped(form, page.get("scope", filters)), "filters": filters, **page}
     return render(request, "leaderboard/leaderboard.html", context)
 
 
@@ -106,7 +106,7 @@ def _board(asked: Filters) -> dict:
         "figure": level_scores_figure(rows=chart) if chart else None,
     }
     board = fragment(template="leaderboard/_board.html", context=context)
-    return {"choices": run_filter_choices(), "board": board}
+    return {"choices": run_filter_choices(), "board": board, "scope": filters}
 
 
 def paired(request: HttpRequest) -> HttpResponse:
@@ -122,7 +122,7 @@ def paired(request: HttpRequest) -> HttpResponse:
         )
         return table_response(table=table, export=export)
     page = versioned(name="paired", key=filters.query(), build=lambda: _pairs(filters))
-    context = {"form": form, "filters": filters, **page}
+    context = {"form": _scoped(form, page.get("scope", filters)), "filters": filters, **page}
     return render(request, "leaderboard/paired.html", context)
 
 
@@ -134,7 +134,7 @@ def _pairs(asked: Filters) -> dict:
         "score_columns": SCORE_COLUMNS,
     }
     board = fragment(template="leaderboard/_pairs.html", context=context)
-    return {"choices": run_filter_choices(), "board": board}
+    return {"choices": run_filter_choices(), "board": board, "scope": filters}
 
 
 def paper(request: HttpRequest) -> HttpResponse:
@@ -223,6 +223,19 @@ def charts(request: HttpRequest) -> HttpResponse:
         (name, f"No chart: {why}.") for name, rows, why, _ in charts_and_data if not rows
     ]
     return render(request, "leaderboard/charts.html", context)
+
+
+def _scoped(form: FilterForm, scope: Filters) -> FilterForm:
+    """The filter form showing the board's catalog version and GPU (those asked for, or
+    the defaults board_scope chose), so the form says what the board compares."""
+    data = QueryDict(mutable=True)
+    data.update(form.data)
+    for name in ("catalog_version", "hardware"):
+        if not data.get(name) and getattr(scope, name):
+            data[name] = getattr(scope, name)
+    scoped = FilterForm(data, sort_keys=form.sort_keys)
+    scoped.is_valid()
+    return scoped
 
 
 def _by_gpu(rows, references) -> list[dict]:

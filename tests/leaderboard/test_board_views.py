@@ -173,3 +173,10 @@ def test_pages_query_count_is_constant_in_the_number_of_runs(
     for page in pages:  # built: the version only
         with django_assert_num_queries(1):
             assert client.get(page).status_code == 200
+
+
+def test_the_filters_show_the_catalog_version_and_gpu_the_board_compares(client):
+    scored(model="a", catalog_version="cafe00000000")
+    html = client.get(reverse("leaderboard:leaderboard")).content.decode()
+    assert '<option value="cafe00000000" selected>' in html
+    assert '<option value="NVIDIA H200" selected>' in html
