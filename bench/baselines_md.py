@@ -28,6 +28,7 @@ from leaderboard.catalog_bar import (
     ceilings_from_environment,
     compute_bound,
 )
+from scoring.formulas import geomean
 from task_catalog.baseline_note import baseline_note as docstring_note
 from taskformat.package import load_task, measured_content, measured_content_hash
 
@@ -44,12 +45,6 @@ ENV_FIELDS = (
     ("bf16 ceiling", "ceiling_tflops"),
     ("fp8 ceiling", "ceiling_tflops_fp8"),
 )
-
-
-def geomean(values: list[float]) -> float | None:
-    if not values or any(v <= 0 for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def gpu_name(verdict: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import BaseModel
+from evaluator.harness.spec import Status
 
 # The owner of the expert baselines' evaluations (imported, never uploaded: see
 # evaluator.services.baselines); the leaderboard shows them as the expert rows.
@@ -10,18 +11,19 @@ EXPERT_USERNAME = "d2k-experts"
 
 
 class EvaluationStatus(models.TextChoices):
-    """Queue states, then the verdicts of SPEC §6 (documented in docs/evaluator.md)."""
+    """Queue states, then the harness's verdicts (documented in docs/evaluator.md); each
+    verdict's value is the harness's own (evaluator.harness.spec.Status)."""
 
     QUEUED = "queued"
     RUNNING = "running"
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    FLAGGED = "flagged"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    OUT_OF_MEMORY = "out_of_memory"
-    WORKER_ERROR = "worker_error"
+    CORRECT = Status.CORRECT.value
+    INCORRECT = Status.INCORRECT.value
+    FLAGGED = Status.FLAGGED.value
+    COMPILE_ERROR = Status.COMPILE_ERROR.value
+    RUNTIME_ERROR = Status.RUNTIME_ERROR.value
+    TIMEOUT = Status.TIMEOUT.value
+    OUT_OF_MEMORY = Status.OUT_OF_MEMORY.value
+    WORKER_ERROR = Status.WORKER_ERROR.value
 
 
 FINISHED_STATUSES = frozenset(EvaluationStatus) - {

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,8 +17,10 @@ from task_catalog.selectors import task_get_public
 
 from .caching import versioned
 from .filters import filters_parse, form_errors
+from .paper import paper_table, table_latex
 from .selectors import task_ranking
 from .selectors.board import PAIR_SORT_KEYS, SORT_KEYS, leaderboard_table, pairs_table
+from .selectors.entries import board_scope
 from .tables import CSVRenderer
 
 
@@ -109,9 +113,11 @@ class TaskRankingAPI(generics.ListAPIView):
 
 
 class LeaderboardAPI(APIView):
-    """One row per public run with its scores, grouped by GPU; the same filters as the
-    page (`hardware`, `condition`, `model`, `agent`, `catalog_version`, `since`, `until`,
-    `sort`). `?format=csv` answers the same rows as `text/csv`."""
+    """One row per entry (the runs of one model, agent and condition) of one catalog
+    version on one GPU kind (the newest version and its most common GPU unless
+    `catalog_version` and `hardware` say), with `attempts`, each score `M` and `M_ci`
+    ([low, high], null with one attempt), `rank` and `tied`; the same filters as the
+    page. `?format=csv` answers the same rows as `text/csv`."""
 
     permission_classes = [AllowAny]
     renderer_classes = [JSONRenderer, CSVRenderer]
@@ -124,14 +130,16 @@ class LeaderboardAPI(APIView):
         table = versioned(
             name="leaderboard-table",
             key=filters.query(),
-            build=lambda: leaderboard_table(filters=filters),
+            build=lambda: leaderboard_table(filters=board_scope(filters=filters)),
         )
         return Response(table.records())
 
 
 class LeaderboardPairedAPI(APIView):
-    """The paired view: each run without guidance beside its guided twin, with the uplift
-    per metric. Same filters as the leaderboard; `?format=csv` for CSV."""
+    """The paired view: each entry without guidance beside each guided entry of the same
+    model, agent, catalog version and GPU kind, with per score `M` the uplift `M_uplift`
+    and its paired bootstrap interval `uplift_M_ci`. Same filters as the leaderboard;
+    `?format=csv` for CSV."""
 
     permission_classes = [AllowAny]
     renderer_classes = [JSONRenderer, CSVRenderer]
@@ -142,6 +150,42 @@ class LeaderboardPairedAPI(APIView):
         if form.errors:
             return Response({"detail": form_errors(form)}, status=400)
         table = versioned(
-            name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
+            name="paired-table",
+            key=filters.query(),
+            build=lambda: pairs_table(filters=board_scope(filters=filters)),
+        )
+        return Response(table.records())
+
+
+class LatexRenderer(BaseRenderer):
+    """`?format=latex` on the paper table: its rows as a LaTeX (booktabs) table."""
+
+    media_type = "application/x-latex"
+    format = "latex"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, Mapping):  # an error: {"detail": ...}
+            return f"% {data.get('detail', '')}\n"
+        return table_latex(list(data or []))
+
+
+class LeaderboardPaperAPI(APIView):
+    """The paper's table for the entries the filters choose (the leaderboard's filters):
+    per model, agent and guidance, each score without and with guidance, the uplift and
+    `uplift_<M>_ci`. `?format=csv` for CSV, `?format=latex` for a LaTeX table."""
+
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CSVRenderer, LatexRenderer]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        filters, form = filters_parse(request.query_params, sort_keys=PAIR_SORT_KEYS)
+        if form.errors:
+            return Response({"detail": form_errors(form)}, status=400)
+        table = versioned(
+            name="paper-table",
+            key=filters.query(),
+            build=lambda: paper_table(filters=board_scope(filters=filters)),
         )
         return Response(table.records())

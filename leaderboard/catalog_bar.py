@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scoring.formulas import task_speedup
+
 LIBRARY_SHARE = 0.9
 SOL_SHARE = 0.8
 
@@ -124,7 +126,7 @@ def catalog_bar(
     """One sentence: whether the expert meets the catalog's bar, with the figures it reaches."""
     if status != "correct":
         return CatalogBar(False, f"Below the catalog's bar: the expert's GPU run is {status}.")
-    speedup = _geomean([w.speedup for w in workloads])
+    speedup = task_speedup(workload_speedups=[w.speedup for w in workloads])
     if speedup is None:
         return CatalogBar(None, "Not judged: a timed workload of the expert has no speedup.")
     over = f" over `{timed_against}`" if timed_against else ""
@@ -165,13 +167,6 @@ def catalog_bar(
         f"Below the catalog's bar: {ratio}; {largest[1]}, under the {SOL_SHARE:.0%} asked of "
         "a memory-bound task.",
     )
-
-
-def _geomean(values: Sequence[float | None]) -> float | None:
-    numbers = [v for v in values if v is not None and v > 0]
-    if not values or len(numbers) != len(values):
-        return None
-    return math.exp(sum(math.log(v) for v in numbers) / len(numbers))
 
 
 def _flop_bound(workload: BarWorkload, ceilings: Ceilings) -> bool | None:

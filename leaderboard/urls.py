@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("leaderboard/paired/", views.paired, name="paired"),
+    path("leaderboard/paper/", views.paper, name="paper"),
     path("leaderboard/charts/", views.charts, name="charts"),
     path("leaderboard/matrix/", views.matrix, name="matrix"),
     path("leaderboard/compare/", views.compare, name="compare"),

@@ -1,7 +1,7 @@
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 
-from runs.selectors import run_get_for_viewer
+from runs.selectors import catalog_version_current, run_get_for_viewer
 
 from .caching import fragment, versioned
 from .charts import (
@@ -14,7 +14,8 @@ from .charts import (
     speedup_distribution_figure,
 )
 from .documents import DocumentNotFound, document_render, documents_listed
-from .filters import Filters, filters_parse
+from .filters import FilterForm, Filters, filters_parse
+from .paper import PAPER_SCORES, paper_table, table_latex
 from .selectors import (
     catalog_size,
     comparison_table,
@@ -27,8 +28,9 @@ from .selectors import (
 )
 from .selectors.board import (
     DEFAULT_SORT,
-    LEADERBOARD_COLUMNS,
+    PAGE_COLUMNS,
     PAIR_SORT_KEYS,
+    SCORE_COLUMNS,
     SORT_KEYS,
     expert_reference_rows,
     headline_chart_rows,
@@ -38,6 +40,7 @@ from .selectors.board import (
     pairs_table,
 )
 from .selectors.breakdowns import leaderboard_breakdowns
+from .selectors.entries import board_scope
 from .tables import EXPORT_FORMATS, table_headers, table_response
 
 
@@ -51,12 +54,20 @@ def home(request):
 
 
 def _home() -> dict:
-    headline = home_headline()
-    figure = headline_figure(rows=headline_chart_rows(headline)) if headline else None
+    scope = board_scope(filters=Filters())
+    headline = home_headline(filters=scope)
+    bars = headline_chart_rows(headline)
+    figure = headline_figure(rows=bars) if bars else None
     context = {
         "latest": evaluation_latest_public(limit=10),
         "headline": headline,
+        "scope": scope,
         "figure": figure,
+        "no_figure": (
+            "No chart: no pair of entries was timed on this GPU and catalog version."
+            if headline and not bars
+            else ""
+        ),
     }
     results = fragment(template="leaderboard/_home_results.html", context=context)
     return {"size": catalog_size(), "results": results, "figure": figure is not None}
@@ -71,27 +82,31 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         table = versioned(
             name="leaderboard-table",
             key=filters.query(),
-            build=lambda: leaderboard_table(filters=filters),
+            build=lambda: leaderboard_table(filters=board_scope(filters=filters)),
         )
         return table_response(table=table, export=export)
     page = versioned(name="leaderboard", key=filters.query(), build=lambda: _board(filters))
-    context = {"form": form, "filters": filters, **page}
+    context = {"form": _scoped(form, page.get("scope", filters)), "filters": filters, **page}
     return render(request, "leaderboard/leaderboard.html", context)
 
 
-def _board(filters: Filters) -> dict:
+def _board(asked: Filters) -> dict:
+    filters = board_scope(filters=asked)
     table = leaderboard_table(filters=filters)
-    groups = _by_gpu(table.rows, expert_reference_rows(hardware=filters.hardware))
+    references = []
+    if filters.catalog_version == catalog_version_current():
+        references = expert_reference_rows(hardware=filters.hardware)
+    groups = _by_gpu(table.rows, references)
+    chart = _chart_rows(groups)
     context = {
         "filters": filters,
         "groups": groups,
-        "headers": table_headers(
-            columns=LEADERBOARD_COLUMNS, filters=filters, default=DEFAULT_SORT
-        ),
-        "figure": level_scores_figure(rows=_chart_rows(groups)),
+        "headers": table_headers(columns=PAGE_COLUMNS, filters=filters, default=DEFAULT_SORT),
+        "score_keys": [c.key for c in SCORE_COLUMNS],
+        "figure": level_scores_figure(rows=chart) if chart else None,
     }
     board = fragment(template="leaderboard/_board.html", context=context)
-    return {"choices": run_filter_choices(), "board": board}
+    return {"choices": run_filter_choices(), "board": board, "scope": filters}
 
 
 def paired(request: HttpRequest) -> HttpResponse:
@@ -101,18 +116,56 @@ def paired(request: HttpRequest) -> HttpResponse:
         return render(request, "leaderboard/paired.html", context, status=400)
     if export := _export(request):
         table = versioned(
-            name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
+            name="paired-table",
+            key=filters.query(),
+            build=lambda: pairs_table(filters=board_scope(filters=filters)),
         )
         return table_response(table=table, export=export)
     page = versioned(name="paired", key=filters.query(), build=lambda: _pairs(filters))
-    context = {"form": form, "filters": filters, **page}
+    context = {"form": _scoped(form, page.get("scope", filters)), "filters": filters, **page}
     return render(request, "leaderboard/paired.html", context)
 
 
-def _pairs(filters: Filters) -> dict:
-    context = {"filters": filters, "pairs": leaderboard_pairs(filters=filters)}
+def _pairs(asked: Filters) -> dict:
+    filters = board_scope(filters=asked)
+    context = {
+        "filters": filters,
+        "pairs": leaderboard_pairs(filters=filters),
+        "score_columns": SCORE_COLUMNS,
+    }
     board = fragment(template="leaderboard/_pairs.html", context=context)
-    return {"choices": run_filter_choices(), "board": board}
+    return {"choices": run_filter_choices(), "board": board, "scope": filters}
+
+
+def paper(request: HttpRequest) -> HttpResponse:
+    filters, form = filters_parse(request.GET, sort_keys=PAIR_SORT_KEYS)
+    if form.errors:
+        context = {"form": form, "filters": filters, "choices": run_filter_choices()}
+        return render(request, "leaderboard/paper.html", context, status=400)
+    export = request.GET.get("format", "")
+    if export and export not in (*EXPORT_FORMATS, "latex"):
+        context = {"form": form, "filters": filters, "choices": run_filter_choices()}
+        form.add_error(None, f"format: one of csv, json, latex, not {export!r}.")
+        return render(request, "leaderboard/paper.html", context, status=400)
+    table = versioned(
+        name="paper-table",
+        key=filters.query(),
+        build=lambda: paper_table(filters=board_scope(filters=filters)),
+    )
+    if export == "latex":
+        response = HttpResponse(table_latex(table.rows), content_type="application/x-latex")
+        response["Content-Disposition"] = 'attachment; filename="paper.tex"'
+        return response
+    if export:
+        return table_response(table=table, export=export)
+    context = {
+        "form": form,
+        "filters": board_scope(filters=filters),
+        "rows": table.rows,
+        "scores": PAPER_SCORES,
+        "choices": run_filter_choices(),
+    }
+    return render(request, "leaderboard/paper.html", context)
 
 
 def charts(request: HttpRequest) -> HttpResponse:
@@ -126,15 +179,63 @@ def charts(request: HttpRequest) -> HttpResponse:
         return render(request, "leaderboard/charts.html", context, status=400)
     found = leaderboard_breakdowns(filters=filters, run_ids=run_ids)
     context["runs"] = found.runs
-    context["figures"] = [
-        ("implementation", level_scores_figure(rows=found.implementation)),
-        ("discovery", level_scores_figure(rows=found.discovery, score="discovery")),
-        ("fast-p", fast_p_figure(rows=found.fast_p)),
-        ("speedups", speedup_distribution_figure(rows=found.speedups)),
-        ("sol", sol_fraction_figure(rows=found.sol)),
-        ("misses", property_misses_figure(rows=found.misses)),
+    # A chart with nothing to draw says why in words instead of drawing empty axes.
+    charts_and_data = [
+        (
+            "implementation",
+            found.implementation,
+            "none of these runs has an implementation score",
+            lambda: level_scores_figure(rows=found.implementation),
+        ),
+        (
+            "discovery",
+            found.discovery,
+            "nobody has assessed these runs' proposals yet",
+            lambda: level_scores_figure(rows=found.discovery, score="discovery"),
+        ),
+        (
+            "fast-p",
+            found.fast_p,
+            "none of these runs was timed on a GPU",
+            lambda: fast_p_figure(rows=found.fast_p),
+        ),
+        (
+            "speedups",
+            found.speedups,
+            "none of these runs has a correct task timed on a GPU",
+            lambda: speedup_distribution_figure(rows=found.speedups),
+        ),
+        (
+            "sol",
+            found.sol,
+            "no correct task of these runs has a speed-of-light fraction",
+            lambda: sol_fraction_figure(rows=found.sol),
+        ),
+        (
+            "misses",
+            found.misses,
+            "no property was assessed on these runs' kernels",
+            lambda: property_misses_figure(rows=found.misses),
+        ),
+    ]
+    context["figures"] = [(name, draw(), "") for name, rows, _, draw in charts_and_data if rows]
+    context["empty_charts"] = [
+        (name, f"No chart: {why}.") for name, rows, why, _ in charts_and_data if not rows
     ]
     return render(request, "leaderboard/charts.html", context)
+
+
+def _scoped(form: FilterForm, scope: Filters) -> FilterForm:
+    """The filter form showing the board's catalog version and GPU (those asked for, or
+    the defaults board_scope chose), so the form says what the board compares."""
+    data = QueryDict(mutable=True)
+    data.update(form.data)
+    for name in ("catalog_version", "hardware"):
+        if not data.get(name) and getattr(scope, name):
+            data[name] = getattr(scope, name)
+    scoped = FilterForm(data, sort_keys=form.sort_keys)
+    scoped.is_valid()
+    return scoped
 
 
 def _by_gpu(rows, references) -> list[dict]:
@@ -152,12 +253,13 @@ def _chart_rows(groups: list[dict], top: int = 8) -> list[dict]:
     rows: list[dict] = next((g["rows"] for g in groups if g["rows"]), [])[:top]
     return [
         {
-            "label": f"#{r['run_id']} {r['model']}",
+            "label": f"#{r['run_ids'][0]} {r['model']}",
             "condition": r["condition"],
             "scores": {k: r[f"implementation_{k}"] for k in ("L1", "L2", "L3")}
             | {"combined": r["implementation"]},
         }
         for r in rows
+        if r["implementation"] is not None
     ]
 
 

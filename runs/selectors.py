@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -18,21 +16,21 @@ from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
+from scoring.models import TaskScore
+from scoring.selectors.catalog import catalog_digest, run_catalog_tasks
 from submissions.models import Submission
 from task_catalog.models import Task
 from task_catalog.rendering import markdown_render
+from taskformat.spec import Mode
 
+CONDITION_NONE = "none"  # a run given no guidance
 EXAMPLE_LABEL = "Example data written by hand, not an agent's output."
 
 
 def catalog_version_current() -> str:
     """A short digest naming the catalog as it is now: every task's current version hash.
     Two runs uploaded against the same task versions share it."""
-    rows = Task.objects.filter(current_version__isnull=False).values_list(
-        "slug", "current_version__content_hash"
-    )
-    digest = hashlib.sha256("\n".join(f"{s}:{h}" for s, h in sorted(rows)).encode())
-    return digest.hexdigest()[:12]
+    return catalog_digest()[0]
 
 
 def _can_view(*, user: User | AnonymousUser, run: Run) -> bool:
@@ -84,12 +82,43 @@ def _state(*, run: Run, submission_ids: list[int], latest: dict[int, Evaluation]
     return RunState.EVALUATING
 
 
+# What two runs of a pair share: their uplift compares like with like.
+PAIR_KEYS = (
+    ("catalog_version", "catalog version"),
+    ("hardware", "GPU"),
+    ("model", "model"),
+    ("agent", "agent"),
+)
+
+
+def run_pair_refusal(*, run: Run, other: Run) -> str:
+    """Why two runs cannot be a pair ("" when they can): one without guidance and one
+    with it, of the same catalog version, GPU kind, model and agent."""
+    if (run.condition == CONDITION_NONE) == (other.condition == CONDITION_NONE):
+        return "A pair is one run without guidance and one with guidance."
+    differ = [
+        f"{label} {getattr(run, name)!r} ≠ {getattr(other, name)!r}"
+        for name, label in PAIR_KEYS
+        if getattr(run, name) != getattr(other, name)
+    ]
+    if differ:
+        return (
+            "A pair's runs share their catalog version, GPU, model and agent; these differ: "
+            + "; ".join(differ)
+            + "."
+        )
+    return ""
+
+
 def run_pair_candidates(*, run: Run) -> QuerySet[Run]:
-    """The owner's runs that may be paired with `run` by hand."""
-    others = Run.objects.filter(owner_id=run.owner_id).exclude(pk=run.pk)
-    if run.condition == "none":
-        return others.exclude(condition="none")
-    return others.filter(condition="none")
+    """The owner's runs that may be paired with `run`: the other side of the guidance
+    divide, of the same catalog version, GPU kind, model and agent."""
+    others = Run.objects.filter(
+        owner_id=run.owner_id, **{name: getattr(run, name) for name, _ in PAIR_KEYS}
+    ).exclude(pk=run.pk)
+    if run.condition == CONDITION_NONE:
+        return others.exclude(condition=CONDITION_NONE)
+    return others.filter(condition=CONDITION_NONE)
 
 
 # --- the run page -------------------------------------------------------------
@@ -101,14 +130,15 @@ class TaskResult:
 
     submission_id: int | None
     status: str  # an evaluation status, or "missing"
-    speedup: float | None
+    counts: bool  # correct for scoring (scoring.formulas.counts_for_scoring)
+    speedup: float | None  # the stored task speedup (scoring's TaskScore)
     comparable: bool  # timed on a GPU (cuda mode), not in the interpreter
     trace: Trace | None
     proposal: SafeString | None
 
     @property
     def is_correct(self) -> bool:
-        return self.status == "correct"
+        return self.counts
 
     @property
     def is_finished(self) -> bool:
@@ -142,24 +172,15 @@ class RunDetail:
         return sum(len(r.mine.trace.problems) for r in self.rows if r.mine.trace)
 
 
-def _task_speedup(evaluation: Evaluation) -> float | None:
-    """Geometric mean of the timed workloads' speedups, for a correct evaluation only."""
-    if evaluation.status != "correct":
-        return None
-    speedups = [
-        r.speedup for r in evaluation.results.all() if r.speedup and r.speedup > 0 and not r.hidden
-    ]
-    if not speedups:
-        return None
-    return math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-
-
-def _results(run: Run, *, with_proposals: bool) -> tuple[dict[int, TaskResult], str]:
+def _results(
+    run: Run, *, with_proposals: bool, stored: dict[int, TaskScore]
+) -> tuple[dict[int, TaskResult], str]:
     """The run's outcome per task id, and its derived state (from the same rows)."""
     submissions = {
         s.task_id: s for s in Submission.objects.filter(run=run).only("pk", "task_id", "run_id")
     }
-    latest = evaluation_latest_by_submission(submission_ids=[s.pk for s in submissions.values()])
+    ids = [s.pk for s in submissions.values()]
+    latest = evaluation_latest_by_submission(submission_ids=ids)
     traces = {
         t.task_id: t for t in Trace.objects.filter(run=run).select_related("task").defer("pages")
     }
@@ -174,38 +195,56 @@ def _results(run: Run, *, with_proposals: bool) -> tuple[dict[int, TaskResult], 
             "missing" if submission is None else (evaluation.status if evaluation else "queued")
         )
         text = proposals.get(task_id)
+        score = stored.get(submission.pk) if submission else None
         results[task_id] = TaskResult(
             submission_id=submission.pk if submission else None,
             status=status,
-            speedup=_task_speedup(evaluation) if evaluation else None,
-            comparable=bool(evaluation and evaluation.mode == "cuda"),
+            counts=bool(score and score.counts),
+            speedup=score.speedup if score else None,
+            comparable=bool(evaluation and evaluation.mode == Mode.CUDA),
             trace=traces.get(task_id),
             proposal=markdown_render(text) if text is not None else None,
         )
-    ids = [s.pk for s in submissions.values()]
     return results, _state(run=run, submission_ids=ids, latest=latest)
 
 
 _MISSING = TaskResult(
-    submission_id=None, status="missing", speedup=None, comparable=False, trace=None, proposal=None
+    submission_id=None,
+    status="missing",
+    counts=False,
+    speedup=None,
+    comparable=False,
+    trace=None,
+    proposal=None,
 )
 
 
 def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
-    one row per catalog task (and per task the run touched) with the twin beside it."""
+    one row per task of its catalog version (and per task either run touched) with the
+    twin beside it; speedups and correctness are the stored scores."""
     pair = run.pair if run.pair and _can_view(user=user, run=run.pair) else None
-    mine, state = _results(run, with_proposals=True)
-    theirs, pair_state = _results(pair, with_proposals=False) if pair else ({}, None)
-    task_ids = set(mine) | set(theirs)
-    tasks = Task.objects.filter(Q(current_version__isnull=False) | Q(pk__in=task_ids))
+    # The stored task scores of both runs, in one query.
+    stored = {
+        s.submission_id: s
+        for s in TaskScore.objects.filter(run_id__in=[run.pk, *([pair.pk] if pair else [])])
+        .only("submission_id", "counts", "speedup")
+        .order_by()
+    }
+    mine, state = _results(run, with_proposals=True, stored=stored)
+    theirs, pair_state = _results(pair, with_proposals=False, stored=stored) if pair else ({}, None)
+    pinned = run_catalog_tasks(run=run)
+    extra = (set(mine) | set(theirs)) - {t.pk for t in pinned}
+    tasks = sorted(
+        [*pinned, *Task.objects.filter(pk__in=extra)], key=lambda t: (t.position, t.slug)
+    )
     rows = [
         TaskRow(
             task=task,
             mine=mine.get(task.pk, _MISSING),
             twin=theirs.get(task.pk, _MISSING) if pair else None,
         )
-        for task in tasks.order_by("position", "slug")
+        for task in tasks
     ]
     return RunDetail(
         run=run,

@@ -16,9 +16,15 @@ from django.utils import timezone
 from accounts.models import User
 from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
-from runs.selectors import catalog_version_current, run_state_derive
+from runs.selectors import (
+    catalog_version_current,
+    run_pair_candidates,
+    run_pair_refusal,
+    run_state_derive,
+)
 from runs.traces import trace_pack, trace_summarize
 from scoring.services import scores_refresh
+from scoring.services.catalog import catalog_version_pin
 from submissions.models import Submission
 from submissions.quotas import quota_check_upload
 from submissions.services import submission_create
@@ -146,7 +152,7 @@ def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -
         condition=manifest.condition,
         turn_budget=manifest.turn_budget,
         hardware=manifest.hardware,
-        catalog_version=catalog_version_current(),
+        catalog_version=catalog_version_pin(),
         notes=manifest.notes,
         is_public=is_public,
         is_example=example or manifest.example,
@@ -217,19 +223,8 @@ def _scores_refresh_on_commit(*run_ids: int | None) -> None:
 
 
 def _twin_candidates(*, run: Run) -> QuerySet[Run]:
-    """Runs that may pair with `run`: the same owner, model, agent and catalog version,
-    the other side of the guidance divide (one run without guidance, one with)."""
-    others = Run.objects.filter(
-        owner_id=run.owner_id,
-        model=run.model,
-        agent=run.agent,
-        catalog_version=run.catalog_version,
-    ).exclude(pk=run.pk)
-    return (
-        others.exclude(condition="none")
-        if run.condition == "none"
-        else others.filter(condition="none")
-    )
+    """Runs that may pair with `run` (runs.selectors.run_pair_candidates)."""
+    return run_pair_candidates(run=run)
 
 
 def run_pair_auto(*, run: Run) -> Run | None:
@@ -261,10 +256,8 @@ def run_pair(*, run: Run, other: Run, user: User) -> Run:
     _owner_check(run=other, user=user)
     if run.pk == other.pk:
         raise ValidationError("A run cannot be paired with itself.", code="self")
-    if (run.condition == "none") == (other.condition == "none"):
-        raise ValidationError(
-            "A pair is one run without guidance and one with guidance.", code="same_side"
-        )
+    if reason := run_pair_refusal(run=run, other=other):
+        raise ValidationError(reason, code="not_comparable")
     for row in (run, other):
         if row.pair_id and row.pair_id not in (run.pk, other.pk):
             Run.objects.filter(pk=row.pair_id).update(pair=None, updated_at=timezone.now())
@@ -292,12 +285,23 @@ def run_unpair(*, run: Run, user: User) -> Run:
 EXAMPLE_USERNAME = "example"
 
 
-def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
-    """Upload the example pair (runs.examples) as user `example`, unless this catalog
-    version has it already; returns the runs it stored (none the second time).
+def example_attempt_tasks(*, tasks: list[str], attempt: int) -> list[str]:
+    """The tasks attempt number `attempt` (0 first) of the example campaign has a kernel
+    for: all of them in the first; in each later one, every fourth task is left out (a
+    different quarter each time), so that repeated attempts differ as agents' runs do."""
+    if attempt == 0:
+        return list(tasks)
+    return [t for i, t in enumerate(tasks) if (i - attempt) % 4 != 0]
+
+
+def example_runs_load(*, tasks: list[str] | None = None, attempts: int = 1) -> list[Run]:
+    """Upload the example campaign (runs.examples) as user `example`: `attempts` runs
+    without guidance and as many with it, each attempt pairing with its twin, unless this
+    catalog version has it already; returns the runs it stored (none the second time).
 
     Only the example's tasks that the catalog holds are uploaded (all of them by
-    default): a task added to the catalog later is simply missing from the runs."""
+    default): a task added to the catalog later is simply missing from the runs. Later
+    attempts leave a different quarter of the tasks out (example_attempt_tasks)."""
     from accounts.services import bot_user_create
     from runs.examples import EXAMPLE_RUNS, example_bundle_build
 
@@ -312,11 +316,14 @@ def example_runs_load(*, tasks: list[str] | None = None) -> list[Run]:
     return [
         run_create_from_bundle(
             owner=user,
-            data=example_bundle_build(name=name, tasks=tasks),
+            data=example_bundle_build(
+                name=name, tasks=example_attempt_tasks(tasks=tasks, attempt=attempt)
+            ),
             is_public=True,
             is_example=True,
             enforce_quota=False,
         )
+        for attempt in range(attempts)
         for name in EXAMPLE_RUNS
     ]
 

@@ -12,6 +12,7 @@ from moderation.selectors import moderation_actions_for
 from moderation.services import moderation_act
 from runformat import SCHEMAS, schema_load
 from runs.forms import BundleUploadForm, PairForm
+from runs.models import Run
 from runs.selectors import (
     EXAMPLE_LABEL,
     run_detail,
@@ -117,10 +118,12 @@ def moderate(request: HttpRequest, pk: int) -> HttpResponse:
 def pair(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
     user = authenticated_user(request.user)
-    form = PairForm(request.POST, candidates=run_pair_candidates(run=run))
+    # Any of the owner's runs is accepted here, so that run_pair says why it refuses one.
+    owned = Run.objects.filter(owner_id=run.owner_id).exclude(pk=run.pk)
+    form = PairForm(request.POST, candidates=owned)
     try:
         if not form.is_valid():
-            raise ValidationError("Choose one of your runs on the other side of the guidance.")
+            raise ValidationError("Choose one of your runs.")
         other = form.cleaned_data["other"]
         if other is None:
             run_unpair(run=run, user=user)

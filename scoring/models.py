@@ -152,6 +152,16 @@ class RunScore(BaseModel):
     discovery = models.JSONField(default=dict, blank=True)
     turns = models.PositiveIntegerField(null=True, blank=True)
     tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    tasks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Per task of the run's catalog version: the parts every score is built "
+        "from (scoring.formulas.TaskParts), for the intervals over repeated runs.",
+    )
+    kernels = models.PositiveIntegerField(default=0, help_text="Kernels the run submitted.")
+    pending = models.PositiveIntegerField(
+        default=0, help_text="Kernels whose evaluation has not finished yet."
+    )
     refreshed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -159,6 +169,22 @@ class RunScore(BaseModel):
 
     def __str__(self) -> str:
         return f"scores of run #{self.run_id}"
+
+
+class CatalogVersion(models.Model):
+    """The tasks of one catalog version (`Run.catalog_version`, a digest of the task
+    versions), pinned when a run is made for it: a run is scored over these tasks,
+    whatever the catalog holds later."""
+
+    digest = models.CharField(max_length=16, unique=True)
+    tasks = models.JSONField(default=list, help_text="The tasks' slugs.")
+    pinned_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-pinned_at"]
+
+    def __str__(self) -> str:
+        return f"catalog {self.digest} ({len(self.tasks)} tasks)"
 
 
 class ScoresVersion(models.Model):

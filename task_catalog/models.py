@@ -9,15 +9,18 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import BaseModel
-from taskformat.spec import COMPUTE_DTYPES, DEFAULT_COMPUTE_DTYPE
+from taskformat.spec import COMPUTE_DTYPES, DEFAULT_COMPUTE_DTYPE, WorkloadRole
+from taskformat.spec import Level as SpecLevel
 
 from .baseline_note import baseline_note
 
 
 class Level(models.TextChoices):
-    L1 = "L1", "L1 · algorithmic"
-    L2 = "L2", "L2 · dataflow"
-    L3 = "L3", "L3 · low-level"
+    """The guidance levels (taskformat.spec.Level's values), labelled."""
+
+    L1 = SpecLevel.L1.value, "L1 · algorithmic"
+    L2 = SpecLevel.L2.value, "L2 · dataflow"
+    L3 = SpecLevel.L3.value, "L3 · low-level"
 
 
 class Task(BaseModel):
@@ -89,9 +92,11 @@ class TaskVersion(BaseModel):
 
 class Workload(models.Model):
     class Role(models.TextChoices):
-        TIMED = "timed", "timed (public)"
-        HIDDEN = "hidden", "hidden (correctness only)"
-        CHECK = "check", "check (CPU interpreter)"
+        """taskformat.spec.WorkloadRole's values, labelled."""
+
+        TIMED = WorkloadRole.TIMED.value, "timed (public)"
+        HIDDEN = WorkloadRole.HIDDEN.value, "hidden (correctness only)"
+        CHECK = WorkloadRole.CHECK.value, "check (CPU interpreter)"
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="workloads")
     name = models.CharField(max_length=100)

@@ -1,7 +1,7 @@
 """Every ranking, table and chart of the site is one selector here; the page, the API and
 the CSV export of a table call the same one."""
 
-from .common import evaluation_counts, geometric_mean, positive_geomean
+from .common import evaluation_counts
 from .experts import (
     BaselineRow,
     ExpertBaseline,
@@ -42,10 +42,8 @@ __all__ = [
     "evaluation_hacked_list",
     "evaluation_latest_public",
     "expert_timings",
-    "geometric_mean",
     "hacked_table",
     "matrix_table",
-    "positive_geomean",
     "ranking_hardware",
     "run_cells",
     "run_comparison",

@@ -3,61 +3,50 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import F
 
 from evaluator.models import EXPERT_USERNAME
-from moderation.selectors import run_rankable_q
-from scoring.models import RunScore, TaskScore
-from scoring.selectors.runs import scores_uplift
+from scoring.formulas import LEVELS, geomean
+from scoring.intervals import METRIC_KEYS
+from scoring.models import TaskScore
 from task_catalog.models import Task
 
 from ..filters import Filters
 from ..tables import Column, Table
-from .common import geometric_mean
+from .entries import board_entries, board_entries_scores, entry_pairs, pair_record, ranked
 
-LEVEL_KEYS = ("L1", "L2", "L3")
+LEVEL_KEYS = LEVELS
 
-LEADERBOARD_COLUMNS = (
-    Column("run_id", "Run"),
-    Column("hardware", "GPU", "The GPU the run's kernels were timed on."),
-    Column("model", "Model"),
-    Column("agent", "Agent"),
-    Column("condition", "Condition", "Guidance given: none, or the levels."),
-    Column("owner", "Owner"),
-    Column("catalog_version", "Catalog", "Digest of the catalog's task versions at upload."),
-    Column("finished_at", "Finished"),
-    Column("is_example", "Example", "Generated or hand-written example data, not an agent's."),
+SCORE_COLUMNS = (
     Column(
         "correctness_rate",
         "Correct",
-        "Correct tasks / tasks in the run (flagged results count once cleared).",
+        "Correct tasks / tasks of the catalog version (flagged results count once cleared); "
+        "shown in %.",
         "higher",
         True,
     ),
     Column(
         "performance_score",
         "Performance Score",
-        "Mean task speedup over all tasks of the catalog version; a missing or "
-        "incorrect task scores 0.",
+        "Mean task speedup over all tasks of the catalog version; a missing, failed, flagged "
+        "or unevaluated task scores 0.",
         "higher",
         True,
     ),
     Column(
         "geomean_speedup",
         "Geomean",
-        "Geometric mean of the task speedups over the tasks correct in both runs of the pair "
-        "(a single run: its correct tasks).",
+        "Geometric mean of the task speedups over each attempt's correct tasks.",
         "higher",
         True,
     ),
-    Column("geomean_n", "N", "Tasks in the geometric mean.", "", True),
     Column(
         "implementation",
         "Impl.",
-        "Implementation score: 100 × implemented property weight / total weight.",
+        "Implementation score: 100 × implemented property weight / total weight (%).",
         "higher",
         True,
     ),
@@ -68,7 +57,7 @@ LEADERBOARD_COLUMNS = (
     Column(
         "discovery",
         "Discovery",
-        "The implementation formula applied to the designs the agent proposed.",
+        "The implementation formula applied to the designs the agent proposed (%).",
         "higher",
         True,
     ),
@@ -78,50 +67,40 @@ LEADERBOARD_COLUMNS = (
     ),
     Column("turns", "Turns", "Agent turns used over all tasks.", "lower", True),
 )
-SORT_KEYS = frozenset(c.key for c in LEADERBOARD_COLUMNS)
+LEADERBOARD_COLUMNS = (
+    Column("rank", "Rank", "1 + the entries whose interval lies wholly above; = marks a tie."),
+    Column("tied", "Tied", "Another entry's interval overlaps this one's."),
+    Column("run_ids", "Runs", "The runs (attempts) of this entry."),
+    Column("attempts", "Attempts", "Runs of the same model, agent, condition, catalog, GPU."),
+    Column("hardware", "GPU", "The GPU the runs' kernels were timed on."),
+    Column("model", "Model"),
+    Column("agent", "Agent"),
+    Column("condition", "Condition", "Guidance given: none, or the levels."),
+    Column("owner", "Owner"),
+    Column("catalog_version", "Catalog", "Digest of the catalog's task versions at upload."),
+    Column("finished_at", "Finished"),
+    Column("is_example", "Example", "Generated or hand-written example data, not an agent's."),
+    *(
+        column
+        for score in SCORE_COLUMNS
+        for column in (
+            score,
+            Column(
+                f"{score.key}_ci",
+                f"{score.label} 95 % interval",
+                "[low, high]; null with one attempt.",
+            ),
+        )
+    ),
+    Column("geomean_n", "N", "Tasks in the geometric mean (mean over attempts).", "", True),
+)
+PAGE_COLUMNS = (
+    *(c for c in LEADERBOARD_COLUMNS if c.key in ("model", "agent", "condition", "attempts")),
+    *(c for c in LEADERBOARD_COLUMNS if c.key in ("owner", "finished_at")),
+    *SCORE_COLUMNS,
+)
+SORT_KEYS = frozenset(c.key for c in SCORE_COLUMNS) | {"model", "agent", "condition", "attempts"}
 DEFAULT_SORT = "-performance_score"
-
-
-def _runs_filter(runs: QuerySet[Any], filters: Filters, prefix: str = "run__") -> QuerySet[Any]:
-    runs = runs.filter(run_rankable_q(prefix))
-    for name in ("condition", "model", "agent", "catalog_version"):
-        if value := getattr(filters, name):
-            runs = runs.filter(**{f"{prefix}{name}": value})
-    if filters.since:
-        runs = runs.filter(**{f"{prefix}finished_at__date__gte": filters.since})
-    if filters.until:
-        runs = runs.filter(**{f"{prefix}finished_at__date__lte": filters.until})
-    return runs
-
-
-def _score_record(score: RunScore) -> dict[str, Any]:
-    run = score.run
-    implementation = score.implementation or {}
-    discovery = score.discovery or {}
-    return {
-        "run_id": run.pk,
-        "hardware": score.hardware,
-        "model": run.model,
-        "agent": run.agent,
-        "condition": run.condition,
-        "owner": run.owner.get_username(),
-        "catalog_version": run.catalog_version,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "is_example": run.is_example,
-        "is_reference": False,
-        "timed": score.timed,
-        "correctness_rate": score.correctness_rate,
-        "performance_score": score.performance_score,
-        "geomean_speedup": score.geomean_speedup,
-        "geomean_n": score.geomean_n,
-        "implementation": implementation.get("combined"),
-        **{f"implementation_{k}": implementation.get(k) for k in LEVEL_KEYS},
-        "discovery": discovery.get("combined"),
-        **{f"discovery_{k}": discovery.get(k) for k in LEVEL_KEYS},
-        "turns": score.turns,
-        "tasks_total": score.tasks_total,
-        "tasks_correct": score.tasks_correct,
-    }
 
 
 def _sorted(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
@@ -129,22 +108,47 @@ def _sorted(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
     descending = sort.startswith("-")
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None]
-    present.sort(key=lambda r: (r[key], -r["run_id"]), reverse=descending)
-    # Rows without the value go last whatever the direction; GPUs stay apart.
-    ordered = present + missing
-    ordered.sort(key=lambda r: (r["hardware"] == "", r["hardware"]))
-    return ordered
+    present.sort(
+        key=lambda r: (r[key], r.get("run_ids") or r.get("with_run_ids")), reverse=descending
+    )
+    return present + missing  # rows without the value last, whatever the direction
 
 
 def leaderboard_rows(*, filters: Filters) -> list[dict[str, Any]]:
-    """One row per public run with its scores, grouped by GPU (untimed runs last), sorted
-    within a GPU by `filters.sort` (default: Performance Score, best first). One query."""
-    scores = _runs_filter(RunScore.objects.all(), filters)
-    if filters.hardware:
-        scores = scores.filter(hardware=filters.hardware)
-    scores = scores.select_related("run__owner")
-    rows = [_score_record(s) for s in scores]
-    return _sorted(rows, filters.sort or DEFAULT_SORT)
+    """One row per entry (the runs of one model, agent and condition) on the board of the
+    filters' catalog version and GPU kind, with its scores, their intervals and its rank
+    (by the sort score, ties where intervals overlap), sorted by `filters.sort` (default:
+    Performance Score, best first). One query."""
+    sort = filters.sort or DEFAULT_SORT
+    rows = board_entries(filters=filters)
+    score = sort.removeprefix("-") if sort.removeprefix("-") in METRIC_KEYS else "performance_score"
+    direction = next(c.direction for c in SCORE_COLUMNS if c.key == score)
+    ranked(rows, key=score, higher=direction == "higher")
+    return _sorted(rows, sort)
+
+
+def run_records(*, filters: Filters) -> list[dict[str, Any]]:
+    """One record per run on the board of `filters` (for the per-run breakdown charts):
+    its stored scores, best Performance Score first. One query."""
+    records = []
+    for entry in board_entries_scores(filters=filters):
+        run = entry.run
+        implementation, discovery = entry.implementation or {}, entry.discovery or {}
+        records.append(
+            {
+                "run_id": run.pk,
+                "hardware": entry.hardware,
+                "model": run.model,
+                "condition": run.condition,
+                "is_example": run.is_example,
+                "performance_score": entry.performance_score,
+                "implementation": implementation.get("combined"),
+                **{f"implementation_{k}": implementation.get(k) for k in LEVEL_KEYS},
+                "discovery": discovery.get("combined"),
+                **{f"discovery_{k}": discovery.get(k) for k in LEVEL_KEYS},
+            }
+        )
+    return _sorted(records, "-performance_score")
 
 
 def leaderboard_table(*, filters: Filters) -> Table:
@@ -191,7 +195,7 @@ def expert_reference_rows(*, hardware: str = "") -> list[dict[str, Any]]:
                 "timed": True,
                 "correctness_rate": len(counted) / total if total else None,
                 "performance_score": sum(speedups) / total if total else None,
-                "geomean_speedup": geometric_mean(speedups) if speedups else None,
+                "geomean_speedup": geomean(speedups),
                 "geomean_n": len(speedups),
                 "implementation": None,
                 **{f"implementation_{k}": None for k in LEVEL_KEYS},
@@ -206,138 +210,74 @@ def expert_reference_rows(*, hardware: str = "") -> list[dict[str, Any]]:
 
 # --- the paired view --------------------------------------------------------------------
 
-PAIR_METRICS = (
-    ("correctness_rate", "Correct", "higher"),
-    ("performance_score", "Performance Score", "higher"),
-    ("geomean_speedup", "Geomean", "higher"),
-    ("implementation", "Impl.", "higher"),
-    ("implementation_L1", "Impl. L1", "higher"),
-    ("implementation_L2", "Impl. L2", "higher"),
-    ("implementation_L3", "Impl. L3", "higher"),
-    ("discovery", "Discovery", "higher"),
-    ("discovery_L1", "Disc. L1", "higher"),
-    ("discovery_L2", "Disc. L2", "higher"),
-    ("discovery_L3", "Disc. L3", "higher"),
-    ("turns", "Turns", "lower"),
-)
 PAIR_COLUMNS = (
     Column("hardware", "GPU"),
     Column("model", "Model"),
     Column("agent", "Agent"),
-    Column("without_run_id", "Run without"),
-    Column("with_run_id", "Run with"),
-    Column("with_condition", "Guidance", "The levels given to the guided run."),
+    Column("catalog_version", "Catalog"),
+    Column("without_run_ids", "Runs without"),
+    Column("with_run_ids", "Runs with"),
+    Column("attempts_without", "Attempts without"),
+    Column("attempts_with", "Attempts with"),
+    Column("with_condition", "Guidance", "The levels given to the guided runs."),
     Column("is_example", "Example"),
     *(
         column
-        for key, label, direction in PAIR_METRICS
+        for score in SCORE_COLUMNS
         for column in (
-            Column(f"{key}_without", f"{label} without", "", direction, True),
-            Column(f"{key}_with", f"{label} with", "", direction, True),
-            Column(f"{key}_uplift", f"{label} uplift", "with − without guidance", direction, True),
+            Column(f"{score.key}_without", f"{score.label} without", "", score.direction, True),
+            Column(f"{score.key}_with", f"{score.label} with", "", score.direction, True),
+            Column(
+                f"{score.key}_uplift",
+                f"{score.label} uplift",
+                "with − without guidance",
+                score.direction,
+                True,
+            ),
+            Column(
+                f"uplift_{score.key}_ci",
+                f"{score.label} uplift 95 % interval",
+                "Paired bootstrap [low, high]; null unless both sides have two attempts.",
+            ),
         )
     ),
-    Column("geomean_n", "N", "Tasks correct in both runs (the geomean's N).", "", True),
+    Column("geomean_n", "N", "Tasks correct on both sides (the paired geomean's N).", "", True),
 )
+PAIR_SORT_KEYS = frozenset(c.key for c in PAIR_COLUMNS if c.numeric) | {
+    "model",
+    "agent",
+    "with_condition",
+}
 
 
-@dataclass(frozen=True)
-class Pair:
-    without: dict[str, Any]
-    with_guidance: dict[str, Any]
-    uplift: dict[str, Any]
-
-    @property
-    def record(self) -> dict[str, Any]:
-        a, b, u = self.without, self.with_guidance, self.uplift
-        record = {
-            "hardware": b["hardware"] or a["hardware"],
-            "model": a["model"],
-            "agent": a["agent"],
-            "without_run_id": a["run_id"],
-            "with_run_id": b["run_id"],
-            "with_condition": b["condition"],
-            "is_example": a["is_example"] or b["is_example"],
-            "geomean_n": b["geomean_n"],
-        }
-        for key, _, _ in PAIR_METRICS:
-            record[f"{key}_without"] = a[key]
-            record[f"{key}_with"] = b[key]
-            record[f"{key}_uplift"] = u.get(key)
-        return record
-
-
-def _uplift_flat(without: RunScore, with_guidance: RunScore) -> dict[str, Any]:
-    nested = scores_uplift(without=without, with_guidance=with_guidance)
-    flat = {k: v for k, v in nested.items() if not isinstance(v, dict)}
-    flat["implementation"] = nested["implementation"].get("combined")
-    for k in LEVEL_KEYS:
-        flat[f"implementation_{k}"] = nested["implementation"].get(k)
-    flat["discovery"] = nested["discovery"].get("combined")
-    for k in LEVEL_KEYS:
-        flat[f"discovery_{k}"] = nested["discovery"].get(k)
-    return flat
-
-
-def leaderboard_pairs(*, filters: Filters) -> list[Pair]:
-    """Each public pair (a run without guidance and its guided twin), with the uplift per
-    metric; speed uplifts only when both runs were timed on the same GPU. One query."""
-    scores = _runs_filter(
-        RunScore.objects.filter(run__condition="none", run__pair__isnull=False),
-        Filters(**{**filters.__dict__, "condition": ""}),
-    ).filter(run_rankable_q("run__pair__"), run__pair__score__isnull=False)
-    if filters.condition:
-        scores = scores.filter(run__pair__condition=filters.condition)
-    if filters.hardware:
-        scores = scores.filter(
-            Q(hardware=filters.hardware) | Q(run__pair__score__hardware=filters.hardware)
-        )
-    scores = scores.select_related("run__owner", "run__pair__owner", "run__pair__score")
-    pairs = []
-    for score in scores:
-        twin = score.run.pair.score
-        twin.run = score.run.pair
-        pairs.append(
-            Pair(
-                without=_score_record(score),
-                with_guidance=_score_record(twin),
-                uplift=_uplift_flat(score, twin),
-            )
-        )
-    sort = filters.sort or "-performance_score_with"
-    records = _sorted(
-        [{**p.record, "run_id": p.without["run_id"], "_pair": p} for p in pairs], sort
-    )
-    return [r["_pair"] for r in records]
+def leaderboard_pairs(*, filters: Filters) -> list[dict[str, Any]]:
+    """Each entry without guidance beside each guided entry of the same model, agent,
+    catalog version and GPU kind, with the uplift per score and its paired interval."""
+    rows = [pair_record(p) for p in entry_pairs(filters=filters)]
+    return _sorted(rows, filters.sort or "-performance_score_with")
 
 
 def pairs_table(*, filters: Filters) -> Table:
-    rows = [p.record for p in leaderboard_pairs(filters=filters)]
-    return Table(name="leaderboard-paired", columns=PAIR_COLUMNS, rows=rows)
+    return Table(
+        name="leaderboard-paired", columns=PAIR_COLUMNS, rows=leaderboard_pairs(filters=filters)
+    )
 
 
-PAIR_SORT_KEYS = frozenset(c.key for c in PAIR_COLUMNS)
+def home_headline(*, filters: Filters, limit: int = 20) -> list[dict[str, Any]]:
+    """The home page's headline: the best `limit` pairs of the board's catalog version
+    and GPU kind by Performance Score with guidance."""
+    return leaderboard_pairs(filters=filters)[:limit]
 
 
-def home_headline(*, limit: int = 20) -> list[tuple[str, list[Pair]]]:
-    """The home page's headline: every published pair, per GPU (the best `limit` per GPU by
-    Performance Score with guidance). One query."""
-    groups: dict[str, list[Pair]] = {}
-    for pair in leaderboard_pairs(filters=Filters()):
-        gpu = pair.record["hardware"]
-        if len(groups.setdefault(gpu, [])) < limit:
-            groups[gpu].append(pair)
-    return list(groups.items())
-
-
-def headline_chart_rows(groups: list[tuple[str, list[Pair]]], *, top: int = 8) -> list[dict]:
-    """The home chart's bars: Performance Score without and with guidance per pair."""
+def headline_chart_rows(pairs: list[dict[str, Any]], *, top: int = 8) -> list[dict]:
+    """The home chart's bars: Performance Score without and with guidance per pair, for
+    the pairs whose runs were timed."""
     return [
         {
-            "label": f"{p.without['model']} · {p.without['agent']} ({gpu})",
-            "without": p.without["performance_score"],
-            "with": p.with_guidance["performance_score"],
+            "label": f"{p['model']} · {p['agent']} ({p['with_condition']})",
+            "without": p["performance_score_without"],
+            "with": p["performance_score_with"],
         }
-        for gpu, pairs in groups
         for p in pairs[:top]
+        if p["performance_score_without"] is not None and p["performance_score_with"] is not None
     ]

@@ -17,7 +17,8 @@ from task_catalog.models import Workload
 
 from ..charts import run_level_scores_figure
 from ..filters import Filters
-from .board import leaderboard_rows
+from .board import run_records
+from .entries import board_scope
 
 CHART_RUNS = 8
 
@@ -40,7 +41,7 @@ def _label(row: dict[str, Any]) -> str:
 def leaderboard_breakdowns(*, filters: Filters, run_ids: list[int] | None = None) -> Breakdowns:
     """The chosen runs (`run_ids`, else the first `CHART_RUNS` of the filtered leaderboard
     on its first GPU) and every breakdown chart's rows for them."""
-    rows = leaderboard_rows(filters=filters)
+    rows = run_records(filters=board_scope(filters=filters))
     if run_ids:
         chosen = [r for r in rows if r["run_id"] in set(run_ids)]
     else:
@@ -66,11 +67,14 @@ def leaderboard_breakdowns(*, filters: Filters, run_ids: list[int] | None = None
         sol[run_id][f"{slug}/{name}"] = fraction
     return Breakdowns(
         runs=chosen,
-        implementation=[_levels(r, "implementation") for r in chosen],
-        discovery=[_levels(r, "discovery") for r in chosen],
-        fast_p=[{"label": labels[i], "fast_p": fast_p.get(i) or []} for i in ids],
-        speedups=[{"label": labels[i], "speedups": speedups.get(i, [])} for i in ids],
-        sol=[{"label": labels[i], "workloads": sol.get(i, {})} for i in ids],
+        # A run without the figure is left out of its chart (a chart of none says why).
+        implementation=[
+            _levels(r, "implementation") for r in chosen if r["implementation"] is not None
+        ],
+        discovery=[_levels(r, "discovery") for r in chosen if r["discovery"] is not None],
+        fast_p=[{"label": labels[i], "fast_p": fast_p[i]} for i in ids if fast_p.get(i)],
+        speedups=[{"label": labels[i], "speedups": speedups[i]} for i in ids if speedups.get(i)],
+        sol=[{"label": labels[i], "workloads": sol[i]} for i in ids if sol.get(i)],
         misses=property_implemented_shares(run_ids=ids),
     )
 

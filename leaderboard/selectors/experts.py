@@ -16,10 +16,9 @@ from leaderboard.catalog_bar import (
     catalog_bar,
     ceilings_from_environment,
 )
+from scoring.formulas import geomean, task_speedup
 from submissions.models import Submission
 from task_catalog.models import Task, Workload
-
-from .common import positive_geomean
 
 
 def _expert_evaluations(*, task_version_id: int) -> QuerySet[Evaluation]:
@@ -85,7 +84,7 @@ def expert_timings(*, task_version_id: int, hardware: str | None = None) -> dict
             hardware=gpu,
             evaluation_id=items[0][0],
             medians_ms={name: median for _, name, median, _ in items if median is not None},
-            task_speedup=positive_geomean(speedup for *_, speedup in items),
+            task_speedup=task_speedup(workload_speedups=[speedup for *_, speedup in items]),
         )
         for gpu, items in rows.items()
     }
@@ -230,8 +229,8 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
             )
             for r in results
         ],
-        geomean_speedup=positive_geomean(r.speedup for r in results),
-        geomean_sol_percent=_scaled(positive_geomean(r.sol_fraction for r in results), 100),
+        geomean_speedup=task_speedup(workload_speedups=[r.speedup for r in results]),
+        geomean_sol_percent=_scaled(geomean(r.sol_fraction for r in results), 100),
         catalog_bar=catalog_bar(
             status=evaluation.status,
             workloads=[

@@ -1,10 +1,4 @@
-from scoring.selectors.assessments import (
-    assessment_effective,
-    counters_not_read_reason,
-    submission_properties_view,
-    task_rubric,
-)
-from scoring.selectors.formulas import (
+from scoring.formulas import (
     correctness_rate,
     fast_p,
     geomean_speedup,
@@ -12,6 +6,12 @@ from scoring.selectors.formulas import (
     performance_score,
     task_speedup,
     uplift,
+)
+from scoring.selectors.assessments import (
+    assessment_effective,
+    counters_not_read_reason,
+    submission_properties_view,
+    task_rubric,
 )
 from scoring.selectors.runs import run_score_data, run_scores_view, scores_uplift
 from scoring.selectors.version import scores_version

@@ -11,8 +11,8 @@ from typing import Any
 from django.http import Http404
 
 from evaluator.models import Evaluation
+from scoring.formulas import LEVELS, PropertyRow, property_credits
 from scoring.models import SOURCE_PRECEDENCE, Assessment, AssessmentKind, AssessmentSource
-from scoring.selectors.formulas import LEVELS, PropertyRow, property_credits
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runs.models import Run
+from scoring.formulas import LEVELS, uplift
 from scoring.models import RunScore
-from scoring.selectors.formulas import LEVELS, uplift
 
 BUCKETS = (*LEVELS, "combined")
 
@@ -31,6 +31,8 @@ def run_score_data(score: RunScore | None) -> dict[str, Any] | None:
         "timed": score.timed,
         "hardware": score.hardware,
         "untimed_reason": score.untimed_reason,
+        "kernels": score.kernels,
+        "pending": score.pending,
         "refreshed_at": score.refreshed_at,
     }
 

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.models import Evaluation
+from scoring.formulas import counts_for_scoring
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty
@@ -21,11 +22,9 @@ logger = logging.getLogger("scoring")
 def evaluation_counts(evaluation: Evaluation | None) -> bool:
     """Correct for scoring: `correct`, or `flagged` and cleared by an admin; never a
     confirmed hack."""
-    if evaluation is None or evaluation.review == "hacked":
+    if evaluation is None:
         return False
-    return evaluation.status == "correct" or (
-        evaluation.status == "flagged" and evaluation.review == "cleared"
-    )
+    return counts_for_scoring(status=evaluation.status, review=evaluation.review)
 
 
 def _machine_write(

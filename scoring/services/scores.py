@@ -3,30 +3,37 @@ recomputed from the rows whenever a verdict, a review, an assessment or a pair c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
+from evaluator.harness.spec import Status
 
 from evaluator.models import FINISHED_STATUSES, Evaluation
-from runs.models import Proposal, Run, Trace
-from scoring.models import Assessment, AssessmentKind, RunScore, TaskScore
-from scoring.selectors.assessments import assessments_effective_by_property, property_rows
-from scoring.selectors.formulas import (
+from runs.models import Run, Trace
+from scoring.formulas import (
+    BUCKETS,
     TaskOutcome,
+    TaskParts,
     correctness_rate,
     fast_p,
     geomean_speedup,
+    implementation_parts,
     implementation_score,
     performance_score,
+    pooled_score,
     task_speedup,
 )
+from scoring.models import Assessment, AssessmentKind, RunScore, TaskScore
+from scoring.selectors.assessments import assessments_effective_by_property, property_rows
+from scoring.selectors.catalog import run_catalog_tasks
 from scoring.services.machine import assessments_machine_refresh, evaluation_counts
 from scoring.services.version import scores_version_bump
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
+from taskformat.spec import Mode, WorkloadRole
 
 logger = logging.getLogger("scoring")
 
@@ -56,8 +63,10 @@ def task_score_refresh(*, submission: Submission) -> TaskScore:
     counts = evaluation_counts(evaluation)
     speedup = sol = None
     hardware = ""
-    if evaluation is not None and counts and evaluation.mode == "cuda" and evaluation.hardware:
-        timed = [r for r in evaluation.results.all() if r.role == "timed" and not r.hidden]
+    if evaluation is not None and counts and evaluation.mode == Mode.CUDA and evaluation.hardware:
+        timed = [
+            r for r in evaluation.results.all() if r.role == WorkloadRole.TIMED and not r.hidden
+        ]
         speedup = task_speedup(workload_speedups=[r.speedup for r in timed])
         fractions = [r.sol_fraction for r in timed]
         if speedup is not None:
@@ -89,21 +98,6 @@ def task_score_refresh(*, submission: Submission) -> TaskScore:
     return score
 
 
-def run_tasks(*, run: Run) -> list[Task]:
-    """The tasks a run is scored over: the catalog's current tasks and any task the run
-    touched (as on the run page); a task without a kernel counts as missing."""
-    touched = (
-        set(Submission.objects.filter(run=run).values_list("task_id", flat=True))
-        | set(Trace.objects.filter(run=run).values_list("task_id", flat=True))
-        | set(Proposal.objects.filter(run=run).values_list("task_id", flat=True))
-    )
-    return list(
-        Task.objects.filter(Q(current_version__isnull=False) | Q(pk__in=touched)).order_by(
-            "position", "slug"
-        )
-    )
-
-
 def _outcomes(*, run: Run, tasks: list[Task]) -> tuple[list[TaskOutcome], dict[int, TaskScore]]:
     scores = {s.task_id: s for s in TaskScore.objects.filter(run=run)}
     outcomes = [
@@ -117,63 +111,105 @@ def _outcomes(*, run: Run, tasks: list[Task]) -> tuple[list[TaskOutcome], dict[i
     return outcomes, scores
 
 
-def _untimed_reason(scores: list[TaskScore]) -> str:
+def _run_gpus(*, run: Run) -> set[str]:
+    """The GPUs the run's kernels were evaluated on (cuda mode, any verdict)."""
+    return set(
+        Evaluation.objects.filter(submission__run=run, mode=Mode.CUDA)
+        .exclude(hardware="")
+        .values_list("hardware", flat=True)
+        .distinct()
+    )
+
+
+def _timing(*, run: Run, scores: list[TaskScore]) -> tuple[str, str]:
+    """The run's GPU kind and why its speed scores are not comparable ("" when they are).
+    The GPU kind is the GPU its correct tasks were timed on; failing that, the one GPU
+    its kernels ran on, else the GPU its manifest names. A run with nothing correct has
+    comparable speed scores (all 0)."""
     counted = [s for s in scores if s.counts]
-    if not counted:
-        return "not timed: no task is correct"
+    gpus = sorted({s.hardware for s in counted if s.speedup is not None})
     untimed = [s for s in counted if s.speedup is None]
+    reason = ""
     if untimed:
-        return (
+        reason = (
             f"not timed: {len(untimed)} of {len(counted)} correct tasks have no GPU timing "
             "(interpret mode checks correctness only)"
         )
-    gpus = sorted({s.hardware for s in counted})
-    if len(gpus) > 1:
-        return f"not comparable: the tasks were timed on more than one GPU ({', '.join(gpus)})"
-    return ""
+    elif len(gpus) > 1:
+        reason = f"not comparable: the tasks were timed on more than one GPU ({', '.join(gpus)})"
+    if len(gpus) == 1:
+        return gpus[0], reason
+    ran = _run_gpus(run=run)
+    return (next(iter(ran)) if len(ran) == 1 else run.hardware), reason
 
 
-def _level_scores(
+def _level_parts(
     *, run: Run, tasks: list[Task], kind: str, scores: dict[int, TaskScore]
-) -> dict[str, float | None]:
+) -> dict[str, dict[str, list[float]]] | None:
+    """Per task slug, [credited weight, total weight] per bucket; None for discovery
+    before anyone assessed a proposal of the run."""
     properties: dict[int, list[DesignProperty]] = {}
     for p in DesignProperty.objects.filter(task__in=tasks).order_by("level", "position"):
         properties.setdefault(p.task_id, []).append(p)
     if kind == AssessmentKind.IMPLEMENTED:
         # A confirmed hack is scored as a missing kernel.
-        ids = [s.submission_id for s in scores.values() if s.status != "flagged" or s.counts]
+        ids = [s.submission_id for s in scores.values() if s.status != Status.FLAGGED or s.counts]
         rows = Assessment.objects.filter(kind=kind, submission_id__in=ids)
     else:
         rows = Assessment.objects.filter(kind=kind, run=run)
         if not rows.exists():
-            return dict.fromkeys(("L1", "L2", "L3", "combined"))
+            return None
     by_task: dict[int, list[Assessment]] = {}
     for a in rows:
         by_task.setdefault(a.task_id, []).append(a)
-    pooled = []
+    parts = {}
     for task in tasks:
         props = properties.get(task.pk, [])
         values = _effective_values(properties=props, assessments=by_task.get(task.pk, []))
-        pooled.append((property_rows(props), values))
-    return implementation_score(tasks=pooled)
+        parts[task.slug] = implementation_parts(properties=property_rows(props), values=values)
+    return parts
 
 
 def run_score_refresh(*, run: Run) -> RunScore:
-    """Recompute the run's RunScore from its TaskScores, assessments, traces and its twin."""
-    tasks = run_tasks(run=run)
+    """Recompute the run's RunScore over the tasks of its catalog version (a task it has
+    no kernel for, or whose kernel failed, is flagged or is not evaluated yet, scores 0)
+    from its TaskScores, assessments, traces and its twin."""
+    tasks = run_catalog_tasks(run=run)
     outcomes, scores = _outcomes(run=run, tasks=tasks)
-    reason = _untimed_reason(list(scores.values()))
+    hardware, reason = _timing(run=run, scores=list(scores.values()))
     timed = not reason
-    counted = [s for s in scores.values() if s.counts]
-    hardware = counted[0].hardware if timed else ""
     geomean, n = None, 0
     if timed:
         twin = None
         if run.pair_id is not None and (pair := Run.objects.filter(pk=run.pair_id).first()):
-            twin, _ = _outcomes(run=pair, tasks=run_tasks(run=pair))
+            twin, _ = _outcomes(run=pair, tasks=run_catalog_tasks(run=pair))
         geomean, n = geomean_speedup(outcomes=outcomes, twin=twin)
-    traces = list(Trace.objects.filter(run=run).only("turns_used", "tokens_in", "tokens_out"))
-    turns = [t.turns_used for t in traces if t.turns_used is not None]
+    traces = {
+        t.task_id: t
+        for t in Trace.objects.filter(run=run).only(
+            "task_id", "turns_used", "tokens_in", "tokens_out"
+        )
+    }
+    turns = [t.turns_used for t in traces.values() if t.turns_used is not None]
+    implementation = _level_parts(
+        run=run, tasks=tasks, kind=AssessmentKind.IMPLEMENTED, scores=scores
+    )
+    discovery = _level_parts(run=run, tasks=tasks, kind=AssessmentKind.PROPOSED, scores=scores)
+    parts = [
+        TaskParts(
+            task=task.slug,
+            counts=outcome.counts,
+            speedup=outcome.speedup if timed else None,
+            implementation=(implementation or {}).get(task.slug, {}),
+            discovery=(discovery or {}).get(task.slug, {}),
+            turns=traces[task.pk].turns_used if task.pk in traces else None,
+        )
+        for task, outcome in zip(tasks, outcomes, strict=True)
+    ]
+    submitted = Submission.objects.filter(run=run).values_list("pk", flat=True)
+    finished = Evaluation.objects.filter(submission_id__in=submitted, status__in=FINISHED_STATUSES)
+    kernels = len(submitted)
+    pending = kernels - finished.values("submission_id").distinct().count()
     score, _ = RunScore.objects.update_or_create(
         run=run,
         defaults={
@@ -187,14 +223,19 @@ def run_score_refresh(*, run: Run) -> RunScore:
             "geomean_speedup": geomean,
             "geomean_n": n,
             "fast_p": fast_p(outcomes=outcomes) if timed else None,
-            "implementation": _level_scores(
-                run=run, tasks=tasks, kind=AssessmentKind.IMPLEMENTED, scores=scores
-            ),
-            "discovery": _level_scores(
-                run=run, tasks=tasks, kind=AssessmentKind.PROPOSED, scores=scores
+            "implementation": pooled_score((implementation or {}).values()),
+            "discovery": (
+                pooled_score(discovery.values())
+                if discovery is not None
+                else dict.fromkeys(BUCKETS)
             ),
             "turns": sum(turns) if turns else None,
-            "tokens": sum(t.tokens_in + t.tokens_out for t in traces) if traces else None,
+            "tokens": (
+                sum(t.tokens_in + t.tokens_out for t in traces.values()) if traces else None
+            ),
+            "tasks": [dataclasses.asdict(p) for p in parts],
+            "kernels": kernels,
+            "pending": pending,
             "refreshed_at": timezone.now(),
         },
     )

@@ -19,19 +19,19 @@ def test_a_reader_filters_the_leaderboard_and_sees_the_url_the_table_and_the_cha
     dropped = scored(model="model-b", ps=1.0)
 
     page.goto("/")
-    page.click("a:text-is('all runs')")
+    page.click("a:text-is('All entries')")
     expect(page).to_have_url("/leaderboard/")
-    expect(page.locator(f"#run-{kept.pk}")).to_have_count(1)
-    expect(page.locator(f"#run-{dropped.pk}")).to_have_count(1)
+    expect(page.locator(f"#entry-{kept.pk}")).to_have_count(1)
+    expect(page.locator(f"#entry-{dropped.pk}")).to_have_count(1)
     chart = page.locator("[data-figure=leaderboard-figure]")
-    # One bar group per run, drawn by plotly.js (served from the site's static files).
+    # One bar group per entry, drawn by plotly.js (served from the site's static files).
     expect(chart.locator(".main-svg .barlayer .trace.bars")).to_have_count(2)
     expect(chart.locator(".legend")).to_contain_text(f"#{dropped.pk} model-b")
 
     page.select_option("select#filter-model", "model-a")  # filters.js submits the form
     expect(page).to_have_url(re.compile(r".*/leaderboard/\?(.*&)?model=model-a(&|$)"))
-    expect(page.locator(f"#run-{kept.pk}")).to_have_count(1)
-    expect(page.locator(f"#run-{dropped.pk}")).to_have_count(0)
+    expect(page.locator(f"#entry-{kept.pk}")).to_have_count(1)
+    expect(page.locator(f"#entry-{dropped.pk}")).to_have_count(0)
     bars = chart.locator(".main-svg .barlayer .trace.bars")
     expect(bars).to_have_count(1)
     # The run's four bars (L1, L2, L3, combined) are drawn as paths.
@@ -42,7 +42,7 @@ def test_a_reader_filters_the_leaderboard_and_sees_the_url_the_table_and_the_cha
     page.goto("/leaderboard/")
     page.goto(permalink)
     expect(page.locator("select#filter-model")).to_have_value("model-a")
-    expect(page.locator(f"#run-{dropped.pk}")).to_have_count(0)
+    expect(page.locator(f"#entry-{dropped.pk}")).to_have_count(0)
     page.click("table.leaderboard th a:text-is('Performance Score')")
     expect(page).to_have_url(re.compile(r".*sort=.*"))
     expect(page).to_have_url(re.compile(r".*model=model-a.*"))

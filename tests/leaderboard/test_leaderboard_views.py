@@ -48,8 +48,9 @@ def test_home_invites_to_upload(client):
 def test_home_query_count_is_pinned(client, django_assert_max_num_queries):
     for _ in range(5):
         EvaluationFactory()
-    # the data version, catalog size, latest evaluations, the published pairs' scores
-    with django_assert_max_num_queries(4):
+    # the data version, catalog size, latest evaluations, the board's catalog version and
+    # GPU, the published pairs' scores
+    with django_assert_max_num_queries(5):
         assert client.get(reverse("leaderboard:home")).status_code == 200
 
 

@@ -109,10 +109,10 @@ def test_a_run_withdrawn_or_made_private_leaves_the_leaderboard_at_once(client, 
         ranked(task, owner=owner, run=run)
     url = reverse("leaderboard:leaderboard")
     html = page(client, url)
-    assert f'id="run-{withdrawn.pk}"' in html and f'id="run-{private.pk}"' in html
+    assert f'id="entry-{withdrawn.pk}"' in html and f'id="entry-{private.pk}"' in html
 
     moderation_act(actor=UserFactory(is_staff=True), kind="withdraw", reason="x", run=withdrawn)
     run_visibility_set(run=private, user=owner, is_public=False)
 
     html = page(client, url)
-    assert f'id="run-{withdrawn.pk}"' not in html and f'id="run-{private.pk}"' not in html
+    assert f'id="entry-{withdrawn.pk}"' not in html and f'id="entry-{private.pk}"' not in html

@@ -4,7 +4,7 @@ from the materialised TaskScores (refreshed on every verdict and review)."""
 import pytest
 
 from evaluator.services import evaluation_review
-from leaderboard.selectors import geometric_mean, task_ranking
+from leaderboard.selectors import task_ranking
 from scoring.services import scores_refresh
 from tests.factories import (
     EvaluationFactory,
@@ -186,16 +186,3 @@ def test_ranking_skips_results_without_a_timing():
     WorkloadResultFactory(evaluation=evaluation, name="timed_1", speedup=None)
     refreshed(evaluation)
     assert task_ranking(task=task) == []
-
-
-@pytest.mark.parametrize(
-    "values, expected", [([4.0], 4.0), ([2.0, 8.0], 4.0), ([1.0, 10.0, 100.0], 10.0)]
-)
-def test_geometric_mean(values, expected):
-    assert geometric_mean(values) == pytest.approx(expected)
-
-
-@pytest.mark.parametrize("values", [[], [0.0, 2.0], [-1.0]])
-def test_geometric_mean_rejects_non_positive_or_empty(values):
-    with pytest.raises(ValueError):
-        geometric_mean(values)

@@ -23,12 +23,14 @@ pytestmark = pytest.mark.django_db
 # Queries of an anonymous request that builds the page (the first after a change of the
 # data version), and of one served from what was built (None: the page is not cached).
 PAGES = {
-    # version; pairs, catalog size, latest evaluations
-    "home": (4, 1),
-    # version; filter choices, run scores, the catalog's task count, expert scores
+    # version; the board's catalog version and GPU, the pairs of entries' run scores,
+    # catalog size, latest evaluations
+    "home": (5, 1),
+    # version; the board's catalog version and GPU, filter choices, the entries' run
+    # scores, the current catalog (the experts' rows join only its board: not here)
     "leaderboard": (5, 1),
-    # version; filter choices, the pairs with both runs' scores
-    "paired": (3, 1),
+    # version; the board's catalog version and GPU, filter choices, the entries' scores
+    "paired": (4, 1),
     # version; task + version, public workloads, guidance, properties; ranking scores,
     # their workload results, the expert's timings per GPU; the expert baseline
     "task": (9, 1),
@@ -36,15 +38,18 @@ PAGES = {
     "matrix": (6, 1),
     # version; the catalog's rows
     "catalog": (2, 1),
-    # the run; per side: kernels, latest evaluations + results, traces, (proposals); tasks;
-    # both runs' scores; the moderation log
-    "run": (13, None),
+    # the run; per side: kernels, latest evaluations + results, traces, (proposals); both
+    # runs' stored task scores; the tasks of the run's catalog version (its pinned row, and
+    # for a run made before versions were pinned, the catalog's digest); both runs'
+    # scores; the moderation log
+    "run": (16, None),
     # the submission; its latest evaluation + results; the expert's results on its GPU;
     # properties + assessments; the moderation log
     "submission": (7, None),
-    # version; the run scores (the same table as the page's CSV export)
-    "api-leaderboard": (2, 1),
-    "api-paired": (2, 1),
+    # version; the board's catalog version and GPU, the entries' run scores (the same
+    # table as the page's CSV export)
+    "api-leaderboard": (3, 1),
+    "api-paired": (3, 1),
 }
 
 

@@ -129,6 +129,29 @@ def test_load_example_runs_loads_the_labelled_pair_once(run_tasks, fake_cli, set
     assert Run.objects.count() == 2
 
 
+def test_load_example_runs_with_three_attempts_per_condition(run_tasks, fake_cli, settings):
+    call_command("load_example_runs", "--attempts", "3")
+    runs = list(Run.objects.order_by("pk"))
+    assert [r.condition for r in runs] == ["none", "L1+L2+L3"] * 3
+    assert all(r.is_example and "Example data written by hand" in r.notes for r in runs)
+    # Each attempt pairs with its own twin; later attempts leave a quarter of the tasks out.
+    assert [r.pair_id for r in runs] == [runs[i ^ 1].pk for i in range(6)]
+    kernels = [sorted(s.task.slug for s in r.submissions.all()) for r in runs[::2]]
+    assert kernels[0] == ["layernorm_fwd", "row_softmax"] and kernels[1] == ["layernorm_fwd"]
+    with pytest.raises(CommandError, match="--attempts"):
+        call_command("load_example_runs", "--attempts", "0")
+
+
+@pytest.mark.parametrize(
+    ("attempt", "expected"),
+    [(0, list("abcdefgh")), (1, list("acdegh")), (2, list("abdefh")), (3, list("abcefg"))],
+)
+def test_each_example_attempt_leaves_out_another_quarter_of_the_tasks(attempt, expected):
+    from runs.services import example_attempt_tasks
+
+    assert example_attempt_tasks(tasks=list("abcdefgh"), attempt=attempt) == expected
+
+
 def test_load_example_runs_needs_a_catalog(db):
     with pytest.raises(CommandError, match="load_catalog"):
         call_command("load_example_runs")
@@ -162,8 +185,9 @@ def test_deleting_a_run_deletes_its_trace_files(
 @pytest.mark.django_db
 def test_a_run_s_task_speedup_leaves_hidden_workloads_out():
     # A hidden row's figures reach staff only; the task's speedup on the run page,
-    # which everyone sees, is over the public timed workloads alone.
+    # which everyone sees, is over the public timed workloads alone (the stored score).
     from runs.selectors import run_detail
+    from scoring.services import scores_refresh
     from tests.factories import WorkloadResultFactory
 
     run = RunFactory(is_public=True)
@@ -173,5 +197,6 @@ def test_a_run_s_task_speedup_leaves_hidden_workloads_out():
     WorkloadResultFactory(
         evaluation=evaluation, role="hidden", hidden=True, median_ms=1.0, ref_median_ms=32.0
     )
+    scores_refresh(submission_ids=[submission.pk], machine=False)
     [row] = run_detail(run=run, user=run.owner).rows
     assert row.mine.speedup == pytest.approx(2.0)

@@ -4,14 +4,18 @@ import math
 
 import pytest
 
-from scoring.selectors.formulas import (
+from scoring.formulas import (
     PropertyRow,
     TaskOutcome,
     correctness_rate,
+    counts_for_scoring,
     fast_p,
+    geomean,
     geomean_speedup,
+    implementation_parts,
     implementation_score,
     performance_score,
+    pooled_score,
     property_credits,
     task_speedup,
     uplift,
@@ -146,3 +150,64 @@ def test_uplift_is_with_minus_without(without, with_guidance, expected):
 
 def test_geomean_is_exact_for_a_known_set():
     assert math.isclose(geomean_speedup(outcomes=[A, B])[0], 4.0)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([2.0, 8.0], 4.0),
+        ([5.0], 5.0),
+        ([], None),
+        ([2.0, 0.0], None),  # not positive: no geometric mean
+        ([2.0, -1.0], None),
+    ],
+)
+def test_geomean_of_positive_values_and_none_otherwise(values, expected):
+    got = geomean(values)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize(
+    ("status", "review", "counts"),
+    [
+        ("correct", "", True),
+        ("flagged", "pending", False),  # a flag nobody reviewed
+        ("flagged", "cleared", True),
+        ("flagged", "hacked", False),
+        ("correct", "hacked", False),  # a confirmed hack never counts
+        ("incorrect", "", False),
+        ("compile_error", "", False),
+        ("queued", "", False),  # not evaluated yet
+        ("running", "", False),
+    ],
+)
+def test_what_counts_as_correct_for_scoring(status, review, counts):
+    assert counts_for_scoring(status=status, review=review) is counts
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "performance", "curve"),
+    [
+        # Nothing correct (failed, flagged, unevaluated, missing): 0 and all-zero fast_p,
+        # never None, so the run's uplift stays defined.
+        ([C, MISSING], 0.0, [[0.0, 0.0], [1.0, 0.0]]),
+        ([TaskOutcome("a", False, None)], 0.0, [[0.0, 0.0], [1.0, 0.0]]),
+        ([A, MISSING], 1.0, [[0.0, 0.5], [1.0, 0.5]]),
+        ([], None, []),
+    ],
+)
+def test_a_run_with_nothing_correct_scores_zero_not_none(outcomes, performance, curve):
+    assert performance_score(outcomes=outcomes) == performance
+    assert fast_p(outcomes=outcomes, grid=(0.0, 1.0)) == curve
+
+
+def test_implementation_parts_pool_to_the_implementation_score():
+    parts = [
+        implementation_parts(properties=PROPS, values={"max": True, "online": True}),
+        implementation_parts(properties=PROPS, values={}),
+    ]
+    assert parts[0]["L1"] == [3.0, 3.0] and parts[0]["combined"] == [3.0, 7.0]
+    assert pooled_score(parts) == pytest.approx(
+        {"L1": 50.0, "L2": 0.0, "L3": 0.0, "combined": 100 * 3 / 14}
+    )
+    assert pooled_score([]) == dict.fromkeys(("L1", "L2", "L3", "combined"))

@@ -7,13 +7,27 @@ from task_catalog.models import Task
 
 
 class Command(BaseCommand):
-    help = "Upload the example campaign (two paired runs) as user 'example'; idempotent."
+    help = (
+        "Upload the example campaign (a run without guidance paired with one with it, per "
+        "attempt) as user 'example'; idempotent."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--attempts",
+            type=int,
+            default=1,
+            help="Runs per condition (default 1); with 3, the leaderboard shows each "
+            "entry's mean over its attempts, intervals and tied ranks.",
+        )
 
     def handle(self, *args, **options):
+        if not 1 <= options["attempts"] <= 10:
+            raise CommandError("--attempts: a number from 1 to 10.")
         if not Task.objects.filter(current_version__isnull=False).exists():
             raise CommandError("The catalog is empty: run `python manage.py load_catalog` first.")
         try:
-            runs = example_runs_load()
+            runs = example_runs_load(attempts=options["attempts"])
         except BundleRejected as exc:
             problems = "; ".join(f"{e.file}: {e.message}" for e in exc.errors)
             raise CommandError(

@@ -1,0 +1,25 @@
+"""Each enum has one set of values: the database's choices are the harness's and the task
+format's (evaluator.harness.spec, taskformat.spec)."""
+
+import pytest
+
+from evaluator.harness.spec import Status
+from evaluator.models import FINISHED_STATUSES, EvaluationStatus
+from scoring.formulas import LEVELS
+from task_catalog.models import Level, Workload
+from taskformat.spec import Level as SpecLevel
+from taskformat.spec import WorkloadRole
+
+
+@pytest.mark.parametrize(
+    ("django_values", "spec_values"),
+    [
+        (set(FINISHED_STATUSES), {s.value for s in Status}),
+        (set(EvaluationStatus) - {"queued", "running"}, {s.value for s in Status}),
+        (set(Level.values), {level.value for level in SpecLevel}),
+        (set(Workload.Role.values), {role.value for role in WorkloadRole}),
+        (set(LEVELS), {level.value for level in SpecLevel}),
+    ],
+)
+def test_the_database_choices_are_the_harness_and_format_enums(django_values, spec_values):
+    assert django_values == spec_values
