@@ -3,7 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import BaseModel
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 
 # The owner of the expert baselines' evaluations (imported, never uploaded: see
 # evaluator.services.baselines); the leaderboard shows them as the expert rows.
@@ -12,7 +12,7 @@ EXPERT_USERNAME = "d2k-experts"
 
 class EvaluationStatus(models.TextChoices):
     """Queue states, then the harness's verdicts (documented in docs/evaluator.md); each
-    verdict's value is the harness's own (evaluator.harness.spec.Status)."""
+    verdict's value is the harness's own (evaluator.harness.verdict.Status)."""
 
     QUEUED = "queued"
     RUNNING = "running"

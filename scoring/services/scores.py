@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 
 from evaluator.models import FINISHED_STATUSES, Evaluation
 from runs.models import Run, Trace

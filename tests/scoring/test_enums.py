@@ -1,9 +1,9 @@
 """Each enum has one set of values: the database's choices are the harness's and the task
-format's (evaluator.harness.spec, taskformat.spec)."""
+format's (evaluator.harness.verdict, taskformat.spec)."""
 
 import pytest
 
-from evaluator.harness.spec import Status
+from evaluator.harness.verdict import Status
 from evaluator.models import FINISHED_STATUSES, EvaluationStatus
 from scoring.formulas import LEVELS
 from task_catalog.models import Level, Workload
