@@ -9,9 +9,9 @@ from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
-from evaluator.harness.verdict import Status
 
 from evaluator.models import FINISHED_STATUSES, Evaluation
+from evaluator.models import EvaluationStatus as Status
 from runs.models import Run, Trace
 from scoring.formulas import (
     BUCKETS,
