@@ -15,6 +15,7 @@ from runs.models import Proposal, Run, Trace
 from scoring.models import Assessment, AssessmentKind, RunScore, TaskScore
 from scoring.selectors.assessments import assessments_effective_by_property, property_rows
 from scoring.selectors.formulas import (
+    LEVELS,
     TaskOutcome,
     correctness_rate,
     fast_p,
@@ -65,11 +66,17 @@ def task_score_refresh(*, submission: Submission) -> TaskScore:
             if fractions and all(f is not None for f in fractions):
                 sol = sum(f for f in fractions if f is not None) / len(fractions)
     properties = list(DesignProperty.objects.filter(task_id=submission.task_id))
-    values = _effective_values(
-        properties=properties,
-        assessments=Assessment.objects.filter(
-            kind=AssessmentKind.IMPLEMENTED, submission=submission
-        ),
+    # Only a correct kernel earns implementation credit: an incorrect one's properties
+    # are scored as a missing kernel's (its assessments are still kept and shown).
+    values = (
+        _effective_values(
+            properties=properties,
+            assessments=Assessment.objects.filter(
+                kind=AssessmentKind.IMPLEMENTED, submission=submission
+            ),
+        )
+        if counts
+        else {}
     )
     implementation = implementation_score(tasks=[(property_rows(properties), values)])
     score, _ = TaskScore.objects.update_or_create(
@@ -140,9 +147,9 @@ def _level_scores(
     for p in DesignProperty.objects.filter(task__in=tasks).order_by("level", "position"):
         properties.setdefault(p.task_id, []).append(p)
     if kind == AssessmentKind.IMPLEMENTED:
-        # A confirmed hack is scored as a missing kernel.
-        ids = [s.submission_id for s in scores.values() if s.status != "flagged" or s.counts]
-        rows = Assessment.objects.filter(kind=kind, submission_id__in=ids)
+        rows = Assessment.objects.filter(
+            kind=kind, submission_id__in=implementation_counted_submissions(scores=scores)
+        )
     else:
         rows = Assessment.objects.filter(kind=kind, run=run)
         if not rows.exists():
@@ -156,6 +163,33 @@ def _level_scores(
         values = _effective_values(properties=props, assessments=by_task.get(task.pk, []))
         pooled.append((property_rows(props), values))
     return implementation_score(tasks=pooled)
+
+
+def implementation_counted_submissions(*, scores: dict[int, TaskScore]) -> list[int]:
+    """Which tasks count for the implementation score: the submissions whose verdict
+    counts (correct, or flagged and cleared). An incorrect kernel, a pending flag and a
+    confirmed hack are scored as a missing kernel."""
+    return [s.submission_id for s in scores.values() if s.counts]
+
+
+def implementation_tasks_counted(
+    *, tasks: list[Task], scores: dict[int, TaskScore]
+) -> dict[str, dict[str, int]]:
+    """Per level (and combined): how many of the run's tasks have properties there
+    (`total`) and how many of them counted (`counted`: their kernel is correct)."""
+    levels: dict[int, set[str]] = {}
+    for task_id, level in DesignProperty.objects.filter(task__in=tasks).values_list(
+        "task_id", "level"
+    ):
+        levels.setdefault(task_id, set()).add(level)
+    out = {b: {"counted": 0, "total": 0} for b in (*LEVELS, "combined")}
+    for task in tasks:
+        found = levels.get(task.pk, set())
+        counted = bool(scores.get(task.pk) and scores[task.pk].counts)
+        for bucket in (*found, "combined") if found else ():
+            out[bucket]["total"] += 1
+            out[bucket]["counted"] += counted
+    return out
 
 
 def run_score_refresh(*, run: Run) -> RunScore:
@@ -187,9 +221,12 @@ def run_score_refresh(*, run: Run) -> RunScore:
             "geomean_speedup": geomean,
             "geomean_n": n,
             "fast_p": fast_p(outcomes=outcomes) if timed else None,
-            "implementation": _level_scores(
-                run=run, tasks=tasks, kind=AssessmentKind.IMPLEMENTED, scores=scores
-            ),
+            "implementation": {
+                **_level_scores(
+                    run=run, tasks=tasks, kind=AssessmentKind.IMPLEMENTED, scores=scores
+                ),
+                "tasks": implementation_tasks_counted(tasks=tasks, scores=scores),
+            },
             "discovery": _level_scores(
                 run=run, tasks=tasks, kind=AssessmentKind.PROPOSED, scores=scores
             ),

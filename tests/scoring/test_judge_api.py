@@ -140,7 +140,7 @@ def fake_judge():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_judge_client_grades_a_kernel_and_posts_to_the_live_server(
-    live_server, fake_judge, scored_task
+    live_server, fake_judge, scored_task, finish
 ):
     run = RunFactory()
     submission = SubmissionFactory(
@@ -163,7 +163,9 @@ def test_the_judge_client_grades_a_kernel_and_posts_to_the_live_server(
         "online": (False, "fake-judge-1"),
         "exp2": (True, "fake-judge-1"),
     }
-    # The run's implementation score follows: max 1 + exp2 1 of 6 in all
+    # The run's implementation score follows once the kernel is correct: max 1 + exp2 1 of 6
+    assert RunScore.objects.get(run=run).implementation["combined"] == 0.0  # not evaluated yet
+    finish(submission)
     assert RunScore.objects.get(run=run).implementation["combined"] == pytest.approx(100 * 2 / 6)
 
 

@@ -90,6 +90,26 @@ def test_interpret_mode_gives_no_speed_scores(scored_task, finish):
     assert score.fast_p is None and "interpret" in score.untimed_reason
 
 
+def test_only_a_correct_kernel_earns_implementation_credit(scored_task, finish):
+    other = TaskVersionFactory(task__slug="other", task__position=1).task
+    run = RunFactory()
+    submission = kernel(scored_task, run)
+    kernel(other, run)  # a task without properties: in no level's count
+    finish(submission, speedups=(2.0, 8.0))
+    score = RunScore.objects.get(run=run)
+    assert score.implementation["L3"] == 100.0
+    counted = run_scores_view(run=run, pair=None).mine["implementation_tasks"]
+    assert counted["L3"] == counted["combined"] == {"counted": 1, "total": 1}
+    finish(submission, status="incorrect", speedups=(2.0, 8.0))
+    score.refresh_from_db()
+    # The detectors still found exp2 (the page shows it), but nothing is credited.
+    assert sources(submission)[("exp2", "detector")] is True
+    assert score.implementation["L3"] == 0.0 and score.implementation["combined"] == 0.0
+    assert TaskScore.objects.get(submission=submission).implementation["combined"] == 0.0
+    counted = run_scores_view(run=run, pair=None).mine["implementation_tasks"]
+    assert counted["L3"] == {"counted": 0, "total": 1}
+
+
 @pytest.mark.parametrize(("decision", "counts"), [("cleared", True), ("hacked", False)])
 def test_a_review_decides_whether_a_flagged_result_counts(
     scored_task, finish, decision, counts, django_capture_on_commit_callbacks
