@@ -30,6 +30,7 @@ from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 from . import childlog, counters, environment, honesty, protocol, redact, sandbox
 from .job import CleanReference, Job, Plan, PlannedWorkload, TimingSettings
 from .judge import host_clock_bound_ms, judge
+from .properties import launched_kernels
 from .protocol import Observed
 from .spec import Status, Verdict, WorkloadResult
 
@@ -135,6 +136,8 @@ def evaluate(
         log, public_log = run.log, child_log.public()
         with phases("judge"):
             results = judge(task, mode, plan, seen, workdir, env_info, source=source)
+        if mode is Mode.CUDA:
+            env_info["launched_kernels"] = launched_kernels(seen.outputs, source)
         honest_so_far = not seen.flags and all(r.status is Status.CORRECT for r in results)
         if mode is Mode.CUDA and seen.timings and honest_so_far:
             with phases("clean_reference"):

@@ -8,14 +8,22 @@ launched as `kernel[grid](...)` and the jit functions those call, and the
 CUDA/C++ sources handed to `torch.utils.cpp_extension.load_inline`. Branches
 whose condition folds to a constant (`if False:`) and code after a `return` are
 dead. Code in jit functions is *device* code; the rest is *host* code.
+
+What ran, not what is written: a jit function's parameter that every reachable
+launch and call fixes (a constant, a default, an autotune config's values) is
+folded into its branches, so a branch false for every value passed is dead; and
+given `launched` (the kernel names the profiler saw), a jit function launched
+under no such name is not reached at all.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from taskformat.detectors.cuda import strip_c
 
@@ -106,8 +114,20 @@ class Site:
         return ast.unparse(self.node)[:160]
 
 
+# At most this many combinations of known parameter values are tried on a branch.
+MAX_COMBINATIONS = 64
+
+
 class Program:
-    def __init__(self, source: str):
+    def __init__(self, source: str, launched: Iterable[str] | None = None):
+        self.launched = None if launched is None else frozenset(launched)
+        # (function, parameter) -> every value it takes at the reachable launches and calls.
+        self.param_values: dict[tuple[str, str], frozenset[Any]] = {}
+        self._override: dict[str, Any] = {}
+        self._scanning: Func | None = None
+        self.unlaunched: list[str] = []
+        # Facts the primitives derive and share (dataflow.stored_nodes).
+        self.cache: dict[str, Any] = {}
         self.ok = True
         try:
             self.tree = ast.parse(source)
@@ -137,12 +157,25 @@ class Program:
             params=[],
             constexpr=set(),
         )
+        self._build()
+        # Fold what the launches fix into the kernels' branches, until nothing changes
+        # (a branch found dead can hide the only launch that passed another value).
+        for _ in range(3):
+            known = self._param_env()
+            if known == self.param_values:
+                break
+            self.param_values = known
+            self._build()
+
+    def _build(self) -> None:
         for func in [*self.funcs.values(), self.module]:
+            func.defs, func.sites, func.loops, func.nodes = {}, [], [], []
             self._scan(func)
         self.host: list[Func] = []
         self.device: list[Func] = []
         self.launches: list[Site] = []
         self.cuda_raw: list[str] = []
+        self.unlaunched = []
         self._reach()
         self.cuda = strip_c("\n".join(self.cuda_raw))
         self._loop_facts()
@@ -226,6 +259,7 @@ class Program:
                 name = self.canon(node.func, func.device)
                 func.sites.append(Site(node, name, func, loops, current[0]))
 
+        self._scanning = func
         for stmt, _ in self.live(func.node.body, (), visit):
             current[0] = stmt
             _record_defs(stmt, func.defs)
@@ -241,14 +275,14 @@ class Program:
                 continue
             if isinstance(stmt, ast.If):
                 _visit_all(stmt.test, loops, visit)
-                cond = self.const(stmt.test)
+                cond = self.branch(stmt.test, self._scanning)
                 if cond is None or cond:
                     yield from self.live(stmt.body, loops, visit)
                 if cond is None or not cond:
                     yield from self.live(stmt.orelse, loops, visit)
             elif isinstance(stmt, LOOPS):
                 if isinstance(stmt, ast.While):
-                    if self.const(stmt.test) is False:
+                    if self.branch(stmt.test, self._scanning) is False:
                         continue
                     _visit_all(stmt.test, (*loops, stmt), visit)
                 else:
@@ -337,6 +371,9 @@ class Program:
                 self._resolve(site)
                 if site.callee and not site.callee.device and site.callee not in self.host:
                     self.host.append(site.callee)
+                if site.launch and not self._was_launched(site.launch):
+                    self.unlaunched.append(site.launch.name)
+                    site.launch = None
                 if site.launch:
                     self.launches.append(site)
                     if site.launch not in self.device:
@@ -359,6 +396,87 @@ class Program:
                     if target and target.device and target not in self.device:
                         self.device.append(target)
             i += 1
+
+    def _was_launched(self, kernel: Func) -> bool:
+        return self.launched is None or kernel.name in self.launched
+
+    # -- what the launches fix ----------------------------------------------------------------
+
+    def branch(self, test: ast.expr, func: Func | None) -> bool | None:
+        """Whether a branch condition holds: True or False when it does (or does not) for
+        every combination of the values its function's parameters take, else None."""
+        cond = self.const(test)
+        if cond is not None:
+            return bool(cond)
+        if func is None or not self.param_values:
+            return None
+        names = sorted(
+            {
+                n.id
+                for n in ast.walk(test)
+                if isinstance(n, ast.Name) and (func.name, n.id) in self.param_values
+            }
+        )
+        if not names:
+            return None
+        choices = [sorted(self.param_values[(func.name, n)], key=repr) for n in names]
+        if math.prod(len(c) for c in choices) > MAX_COMBINATIONS:
+            return None
+        outcomes = set()
+        for combo in itertools.product(*choices):
+            self._override = dict(zip(names, combo, strict=True))
+            try:
+                got = self.const(test)
+            finally:
+                self._override = {}
+            if got is None:
+                return None
+            outcomes.add(bool(got))
+        return outcomes.pop() if len(outcomes) == 1 else None
+
+    def _param_env(self) -> dict[tuple[str, str], frozenset[Any]]:
+        """For each reachable jit function, the parameters every reachable launch and
+        call fixes to known constants (or the function's default, or its autotune
+        configs), with the set of values they take. A parameter the function reassigns,
+        or one any call leaves unknown, is left out."""
+        env: dict[tuple[str, str], frozenset[Any]] = {}
+        for func in self.device:
+            sites = [
+                s
+                for f in [*self.host, *self.device]
+                for s in f.sites
+                if func in (s.callee, s.launch)
+            ]
+            if not sites:
+                continue
+            assigned = {
+                n.id
+                for n in ast.walk(func.node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            defaults = _defaults(func.node.args)
+            configured = _config_values(func)
+            for index, param in enumerate(func.params):
+                if param in assigned:
+                    continue
+                if param in configured:
+                    found: set[Any] | None = set(configured[param])
+                else:
+                    found = set()
+                    for site in sites:
+                        expr = _argument(site.node, index, param)
+                        value = (
+                            defaults.get(param)
+                            if expr is _MISSING
+                            else (None if expr is None else self.const(expr, site.func))
+                        )
+                        if value is None:
+                            found = None
+                            break
+                        found.add(value)
+                if found:
+                    env[(func.name, param)] = frozenset(found)
+        return env
 
     def _inline_sources(self, site: Site) -> list[str]:
         call = site.node
@@ -496,6 +614,49 @@ class Program:
         return out
 
 
+_MISSING = ast.Constant(value=None)
+
+
+def _argument(call: ast.Call, index: int, param: str) -> ast.expr | None:
+    """The expression a call passes for parameter `index`/`param`; _MISSING when it
+    passes none; None when it cannot be told (`*args`, `**kwargs`)."""
+    for k in call.keywords:
+        if k.arg == param:
+            return k.value
+        if k.arg is None:
+            return None
+    args = call.args
+    if any(isinstance(a, ast.Starred) for a in args[: index + 1]):
+        return None
+    return args[index] if index < len(args) else _MISSING
+
+
+def _defaults(args: ast.arguments) -> dict[str, Any]:
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+    return {
+        a.arg: d.value
+        for a, d in pairs
+        if isinstance(d, ast.Constant) and isinstance(d.value, int | float | bool)
+    }
+
+
+def _config_values(func: Func) -> dict[str, list[Any]]:
+    """Parameter -> the constant each autotune config gives it (every config must)."""
+    out: dict[str, list[Any]] = {}
+    dicts = [c.args[0] for c in func.configs if c.args and isinstance(c.args[0], ast.Dict)]
+    if not dicts or len(dicts) != len(func.configs):
+        return out
+    for cfg in dicts:
+        for key, value in zip(cfg.keys, cfg.values, strict=False):
+            if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
+                out.setdefault(str(key.value), []).append(value.value)
+    return {k: v for k, v in out.items() if len(v) == len(dicts)}
+
+
 def _visit_all(node: ast.AST, loops, visit) -> None:
     for sub in ast.walk(node):
         visit(sub, loops)
@@ -537,6 +698,16 @@ _BINOPS = {
 }
 
 
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
 def _fold(program: Program, expr: ast.AST, func: Func | None):
     if isinstance(expr, ast.Constant):
         return expr.value if isinstance(expr.value, int | float | bool) else None
@@ -547,6 +718,20 @@ def _fold(program: Program, expr: ast.AST, func: Func | None):
         if isinstance(expr.op, ast.Not):
             return not value
         return -value if isinstance(expr.op, ast.USub) else value
+    if isinstance(expr, ast.Compare) and type(expr.ops[0]) in _COMPARE and len(expr.ops) == 1:
+        left, right = program.const(expr.left, func), program.const(expr.comparators[0], func)
+        if left is None or right is None:
+            return None
+        return _COMPARE[type(expr.ops[0])](left, right)
+    if isinstance(expr, ast.BoolOp):
+        got = [program.const(v, func) for v in expr.values]
+        if isinstance(expr.op, ast.And):
+            if any(g is not None and not g for g in got):
+                return False
+            return None if any(g is None for g in got) else True
+        if any(g is not None and g for g in got):
+            return True
+        return None if any(g is None for g in got) else False
     if isinstance(expr, ast.BinOp) and type(expr.op) in _BINOPS:
         left, right = program.const(expr.left, func), program.const(expr.right, func)
         if left is None or right is None:
@@ -558,10 +743,13 @@ def _fold(program: Program, expr: ast.AST, func: Func | None):
     if isinstance(expr, ast.Name):
         if expr.id == "TYPE_CHECKING":
             return False
+        if expr.id in program._override:
+            return program._override[expr.id]
         if func is not None and expr.id in func.defs:
             values, owner = func.defs[expr.id], func
         elif func is not None and expr.id in func.params:
-            return None
+            known = program.param_values.get((func.name, expr.id))
+            return next(iter(known)) if known is not None and len(known) == 1 else None
         else:
             values, owner = program.module_defs.get(expr.id, []), None
         return program.const(values[0], owner) if len(values) == 1 else None

@@ -241,3 +241,48 @@ def test_an_admin_assessment_of_another_tasks_property_is_refused(scored_task, f
     )
     with pytest.raises(ValidationError):
         assessment_admin_save(assessment=bad, user=UserFactory(is_staff=True))
+
+
+def test_a_machine_assessment_names_its_evidence_kind(scored_task, finish):
+    submission = kernel(scored_task)
+    finish(submission, counters=[{"dram_bytes": 120, "min_bytes": 100, "tool": "ncu"}])
+    kinds = {
+        (a.property.key, a.source): a.evidence_kind
+        for a in Assessment.objects.filter(submission=submission).select_related("property")
+    }
+    assert kinds[("max", "detector")] == "source"
+    assert kinds[("single_pass", "counters")] == "counter"
+
+
+def test_only_the_kernels_the_profiler_saw_launched_count(scored_task, finish):
+    submission = kernel(scored_task)
+    finish(submission, environment={"gpu": "NVIDIA H200", "launched_kernels": ["_softmax"]})
+    assert sources(submission)[("exp2", "detector")] is True
+    # The same source, but the verdict saw another kernel run: `_softmax` earns nothing.
+    finish(submission, environment={"gpu": "NVIDIA H200", "launched_kernels": ["_other"]})
+    got = sources(submission)
+    assert got[("exp2", "detector")] is False and got[("max", "detector")] is False
+
+
+def test_the_page_marks_judge_assessed_properties_and_an_interpreter_verdict(
+    client, scored_task, finish
+):
+    submission = kernel(scored_task)
+    submission.is_public = True
+    submission.save()
+    finish(submission, mode="interpret")
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'id="properties-provisional"' in page
+    # single_pass has a counter rule: a machine can judge it on the GPU; none is manual-only.
+    assert "judge/admin-assessed</span>" not in page
+    assert "from <code>source</code>" in page
+    scored_task.properties.filter(key="single_pass").update(counters=None)
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert page.count("judge/admin-assessed</span>") == 1
+    data = client.get(f"/api/submissions/{submission.pk}/").json()
+    by_key = {p["key"]: p for p in data["properties"]}
+    assert by_key["single_pass"]["judge_assessed"] is True
+    assert by_key["max"]["evidence_kind"] == "source" and not by_key["max"]["judge_assessed"]
+    finish(submission)  # a cuda verdict is not provisional
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'id="properties-provisional"' not in page
