@@ -19,6 +19,7 @@ from typing import Any
 
 from taskformat.counter_rules import counter_assess
 from taskformat.detectors import DetectorResult, assess
+from taskformat.detectors.compiled import sass_opcodes
 from taskformat.detectors.result import EVIDENCE_KINDS, strongest
 
 JUDGED = "assessed by a judge or an admin"
@@ -59,7 +60,7 @@ def _detector_kind(detector: Mapping[str, Any]) -> str | None:
     if kind == "manual":
         return None
     if kind == "compiled":
-        return "compiled_code"
+        return "executed_instruction" if sass_opcodes(detector) else "compiled_code"
     if kind in ("all", "any"):
         inner = [_detector_kind(d) for d in detector.get("of", [])]
         if not inner or any(k is None for k in inner):

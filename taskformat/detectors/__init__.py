@@ -9,8 +9,9 @@ they never run it.
     {"kind": "manual"}                       judged later: None
     {"kind": "all" | "any", "of": [...]}     combinations
     {"kind": "not", "of": detector}
-    {"kind": "compiled", "ptx": [...],       the compiled code of the launched kernels
-     "source": detector}                     (compiled.py), else the source detector
+    {"kind": "compiled", "ptx": [...],       the SASS executed, else the compiled code of
+     "sass": [...], "source": detector}      the launched kernels (compiled.py), else
+                                             the source detector
     any primitive of `primitives.PRIMITIVES`
 
 `launched` (the kernel names the profiler saw) restricts the program to the
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from taskformat.detectors.compiled import compiled_assess
+from taskformat.detectors.compiled import compiled_assess, executed_assess
 from taskformat.detectors.primitives import PRIMITIVES
 from taskformat.detectors.program import Program
 from taskformat.detectors.result import (
@@ -58,11 +59,13 @@ def assess(
     *,
     launched: Iterable[str] | None = None,
     compiled: Mapping[str, str] | None = None,
+    executed: Mapping[str, Mapping[str, int]] | None = None,
 ) -> DetectorResult | None:
     """The detector's result with its rationale and evidence; None for properties
-    judged by hand (or combinations that include one)."""
+    judged by hand (or combinations that include one). `executed`: per launched
+    kernel, the SASS opcodes executed in the profiled call and their counts."""
     program = _program(source, None if launched is None else frozenset(launched))
-    return _assess(detector, program, compiled or {})
+    return _assess(detector, program, compiled or {}, executed or {})
 
 
 def detect(
@@ -74,14 +77,21 @@ def detect(
 
 
 def _assess(
-    detector: dict[str, Any], program: Program, compiled: Mapping[str, str]
+    detector: dict[str, Any],
+    program: Program,
+    compiled: Mapping[str, str],
+    executed: Mapping[str, Mapping[str, int]] | None = None,
 ) -> DetectorResult | None:
+    executed = executed or {}
     if not isinstance(detector, Mapping):
         raise DetectorError(f"a detector is a table, not {detector!r}")
     kind = detector.get("kind", "manual")
     if kind == "manual":
         return None
     if kind == "compiled":
+        counted = executed_assess(detector, program, executed) if executed else None
+        if counted is not None:
+            return counted
         if compiled:
             return compiled_assess(detector, program, compiled)
         return _assess(detector.get("source", {"kind": "manual"}), program, compiled)
@@ -89,7 +99,7 @@ def _assess(
         inner = detector.get("of")
         if not isinstance(inner, list) or not inner:
             raise DetectorError(f"{kind} detector needs a non-empty list `of`")
-        results = [_assess(d, program, compiled) for d in inner]
+        results = [_assess(d, program, compiled, executed) for d in inner]
         if any(r is None for r in results):
             return None
         done = [r for r in results if r is not None]
@@ -102,7 +112,7 @@ def _assess(
             kind=strongest([r.kind for r in deciding]),
         )
     if kind == "not":
-        inner_result = _assess(detector.get("of", {}), program, compiled)
+        inner_result = _assess(detector.get("of", {}), program, compiled, executed)
         if inner_result is None:
             return None
         return DetectorResult(

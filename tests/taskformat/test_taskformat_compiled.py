@@ -111,3 +111,24 @@ def test_instructions_skip_directives_comments_and_labels():
         "\t@%p1 ld.global.v4.b32 {%r1}, [%rd1];\n"
     )
     assert instructions(ptx) == [("ld.global.v4.b32", "@%p1 ld.global.v4.b32 {%r1}, [%rd1];")]
+
+
+def test_executed_instruction_counts_outrank_the_ptx_and_need_an_executed_opcode():
+    # The reading rule for Nsight Compute's per-opcode counts (not produced yet: needs
+    # the GPU): an HGMMA present in the PTX but never executed is no evidence.
+    on_ptx = {"_k": "\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%f1}, %rd1;\n"}
+    never = assess(
+        TENSOR_CORES, KERNEL, launched=["_k"], compiled=on_ptx, executed={"_k": {"HGMMA": 0}}
+    )
+    assert never is not None and (never.value, never.kind) == (False, "executed_instruction")
+    ran = assess(
+        TENSOR_CORES,
+        KERNEL,
+        launched=["_k"],
+        compiled=on_ptx,
+        executed={"_k": {"HGMMA.64x64x16.F32.BF16": 512, "FFMA": 9}},
+    )
+    assert ran is not None and (ran.value, ran.kind) == (True, "executed_instruction")
+    assert ran.evidence == ("_k: HGMMA.64x64x16.F32.BF16 executed 512 times",)
+    other = assess(TENSOR_CORES, KERNEL, launched=["_k"], executed={"_x": {"HGMMA": 5}})
+    assert other is not None and other.value is False
