@@ -91,6 +91,9 @@ class Func:
     params: list[str]
     constexpr: set[str]
     configs: list[ast.Call] = field(default_factory=list)  # triton.Config(...) of autotune
+    # A decorator that may supply parameters the launch leaves out (heuristics, an
+    # autotune whose configs are not a literal list): no default can be trusted.
+    supplied: bool = False
     defs: dict[str, list[ast.expr]] = field(default_factory=dict)
     sites: list[Site] = field(default_factory=list)
     loops: list[ast.stmt] = field(default_factory=list)
@@ -227,17 +230,22 @@ class Program:
 
     def _add_func(self, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None) -> None:
         device = False
+        supplied = False
         configs: list[ast.Call] = []
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             name = self.canon(target, False)
             if name.endswith(".jit") or name == "jit":
                 device = name.startswith("triton") or name == "jit" or name.startswith("tl")
-            if name == "triton.autotune" and isinstance(dec, ast.Call):
+            elif name == "triton.autotune" and isinstance(dec, ast.Call):
                 cfg = next((k.value for k in dec.keywords if k.arg == "configs"), None)
                 cfg = cfg or (dec.args[0] if dec.args else None)
                 if isinstance(cfg, ast.List | ast.Tuple):
                     configs = [c for c in cfg.elts if isinstance(c, ast.Call)]
+                else:
+                    supplied = True
+            else:
+                supplied = True
         args = node.args
         params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
         if cls and params and params[0] in ("self", "cls", "ctx"):
@@ -248,7 +256,7 @@ class Program:
             if a.annotation is not None and dotted(a.annotation).endswith("constexpr")
         }
         qual = f"{cls}.{node.name}" if cls else node.name
-        self.funcs[qual] = Func(node, qual, cls, device, params, constexpr, configs)
+        self.funcs[qual] = Func(node, qual, cls, device, params, constexpr, configs, supplied)
 
     def _scan(self, func: Func) -> None:
         current: list[ast.stmt | None] = [None]
@@ -454,7 +462,7 @@ class Program:
                 for n in ast.walk(func.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             }
-            defaults = _defaults(func.node.args)
+            defaults = {} if func.supplied else _defaults(func.node.args)
             configured = _config_values(func)
             for index, param in enumerate(func.params):
                 if param in assigned:

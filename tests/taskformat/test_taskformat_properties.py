@@ -96,6 +96,16 @@ DEAD_EXP2 = (
             False,
         ),
         (
+            "a default that a heuristics decorator may override",
+            kernel(params=", FAST: tl.constexpr = False", body=DEAD_EXP2).replace(
+                "@triton.jit\ndef _scale",
+                "@triton.heuristics({'FAST': lambda args: args['n'] > 4096})\n"
+                "@triton.jit\ndef _scale",
+            ),
+            EXP2,
+            False,
+        ),
+        (
             "a branch on a tile size no launch passes",
             kernel(
                 body="    if BLOCK > 4096:\n        y = tl.exp2(x * 1.4426950408889634)\n"
