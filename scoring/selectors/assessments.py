@@ -165,6 +165,7 @@ def task_rubric(*, slug: str) -> dict[str, Any]:
                 "implemented_when": p.description or p.title,
                 "detector": p.detector or {"kind": "manual"},
                 "counters": p.counters,
+                "machine_evidence": declared_evidence(p.detector, p.counters),
             }
             for p in task.properties.order_by("level", "position")
         ],

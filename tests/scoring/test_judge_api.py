@@ -47,6 +47,16 @@ def test_the_rubric_lists_every_property_with_what_counts(client, scored_task):
     assert online["level"] == "L1" and online["weight"] == 2.0 and online["depends_on"] == ["max"]
     assert online["implemented_when"] and body["implemented_means"]
     assert body["properties"][2]["counters"] == {"kind": "traffic", "max_ratio": 1.3}
+    # single_pass has a counter rule but no detector: a machine judges it only on the GPU.
+    assert [p["machine_evidence"] for p in body["properties"]] == [
+        "source",
+        "source",
+        "counter",
+        "source",
+    ]
+    scored_task.properties.filter(key="single_pass").update(counters=None)
+    body = client.get("/api/tasks/softmax/rubric/").json()
+    assert body["properties"][2]["machine_evidence"] is None  # for a judge or an admin
     assert client.get("/api/tasks/nope/rubric/").status_code == 404
 
 
