@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskformat.detectors.cuda import strip_c
+from taskformat.detectors.cuda import drop_kernels, strip_c
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
 # Triton functions that are also tensor methods: `x.exp2()` is `tl.exp2(x)`.
@@ -181,6 +181,9 @@ class Program:
         self.unlaunched = []
         self._reach()
         self.cuda = strip_c("\n".join(self.cuda_raw))
+        if self.launched is not None:
+            self.cuda, dropped = drop_kernels(self.cuda, self.launched)
+            self.unlaunched += dropped
         self._loop_facts()
 
     # -- collection -------------------------------------------------------------------------

@@ -229,3 +229,33 @@ def test_the_findings_name_their_evidence_and_leave_manual_properties_to_a_judge
     assert (counted.implemented, counted.kind) == (True, "counter")
     (untimed,) = properties_assess([Prop()], "")
     assert (untimed.implemented, untimed.kind) == (None, None)
+
+
+CUDA = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+SRC = r"""
+__global__ void plain(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { y[i] = expf(x[i]); }
+}
+__global__ void __launch_bounds__(256) fancy(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { y[i] = exp2f(x[i] * 1.4426950408889634f); }
+}
+"""
+mod = load_inline("m", cpp_sources="", cuda_sources=SRC, functions=["run"])
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return mod.run(x)
+'''
+
+
+def test_a_cuda_kernel_the_profiler_never_saw_launched_earns_nothing():
+    found = {"kind": "regex", "pattern": "exp2f", "scope": "cuda"}
+    assert assess(found, CUDA).value is True  # the source alone: provisional
+    assert assess(found, CUDA, launched=["plain"]).value is False
+    assert assess(found, CUDA, launched=["plain", "fancy"]).value is True
