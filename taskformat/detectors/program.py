@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskformat.detectors.bindings import MISSING, argument, config_values, signature_defaults
 from taskformat.detectors.cuda import drop_kernels, strip_c
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
@@ -465,8 +466,8 @@ class Program:
                 for n in ast.walk(func.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             }
-            defaults = {} if func.supplied else _defaults(func.node.args)
-            configured = _config_values(func)
+            defaults = {} if func.supplied else signature_defaults(func.node.args)
+            configured = config_values(func)
             for index, param in enumerate(func.params):
                 if param in assigned:
                     continue
@@ -475,10 +476,10 @@ class Program:
                 else:
                     found = set()
                     for site in sites:
-                        expr = _argument(site.node, index, param)
+                        expr = argument(site.node, index, param)
                         value = (
                             defaults.get(param)
-                            if expr is _MISSING
+                            if expr is MISSING
                             else (None if expr is None else self.const(expr, site.func))
                         )
                         if value is None:
@@ -623,49 +624,6 @@ class Program:
                 elif sub.id in self.module_defs and (owner is None or sub.id not in owner.defs):
                     todo += [(v, None) for v in self.module_defs[sub.id]]
         return out
-
-
-_MISSING = ast.Constant(value=None)
-
-
-def _argument(call: ast.Call, index: int, param: str) -> ast.expr | None:
-    """The expression a call passes for parameter `index`/`param`; _MISSING when it
-    passes none; None when it cannot be told (`*args`, `**kwargs`)."""
-    for k in call.keywords:
-        if k.arg == param:
-            return k.value
-        if k.arg is None:
-            return None
-    args = call.args
-    if any(isinstance(a, ast.Starred) for a in args[: index + 1]):
-        return None
-    return args[index] if index < len(args) else _MISSING
-
-
-def _defaults(args: ast.arguments) -> dict[str, Any]:
-    positional = [*args.posonlyargs, *args.args]
-    pairs = list(
-        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
-    )
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
-    return {
-        a.arg: d.value
-        for a, d in pairs
-        if isinstance(d, ast.Constant) and isinstance(d.value, int | float | bool)
-    }
-
-
-def _config_values(func: Func) -> dict[str, list[Any]]:
-    """Parameter -> the constant each autotune config gives it (every config must)."""
-    out: dict[str, list[Any]] = {}
-    dicts = [c.args[0] for c in func.configs if c.args and isinstance(c.args[0], ast.Dict)]
-    if not dicts or len(dicts) != len(func.configs):
-        return out
-    for cfg in dicts:
-        for key, value in zip(cfg.keys, cfg.values, strict=False):
-            if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
-                out.setdefault(str(key.value), []).append(value.value)
-    return {k: v for k, v in out.items() if len(v) == len(dicts)}
 
 
 def _visit_all(node: ast.AST, loops, visit) -> None:
