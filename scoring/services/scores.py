@@ -192,6 +192,13 @@ def implementation_tasks_counted(
     return out
 
 
+def implementation_provisional_tasks(*, scores: dict[int, TaskScore]) -> int:
+    """How many counted tasks were judged in interpret mode, from their source alone
+    (no profiler named the kernels that ran): their properties are provisional."""
+    ids = [s.evaluation_id for s in scores.values() if s.counts and s.evaluation_id]
+    return Evaluation.objects.filter(pk__in=ids, mode="interpret").count()
+
+
 def run_score_refresh(*, run: Run) -> RunScore:
     """Recompute the run's RunScore from its TaskScores, assessments, traces and its twin."""
     tasks = run_tasks(run=run)
@@ -226,6 +233,7 @@ def run_score_refresh(*, run: Run) -> RunScore:
                     run=run, tasks=tasks, kind=AssessmentKind.IMPLEMENTED, scores=scores
                 ),
                 "tasks": implementation_tasks_counted(tasks=tasks, scores=scores),
+                "provisional": implementation_provisional_tasks(scores=scores),
             },
             "discovery": _level_scores(
                 run=run, tasks=tasks, kind=AssessmentKind.PROPOSED, scores=scores

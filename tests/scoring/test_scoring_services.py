@@ -83,7 +83,13 @@ def test_the_run_score_changes_with_every_new_verdict(scored_task, finish):
 
 def test_interpret_mode_gives_no_speed_scores(scored_task, finish):
     run = RunFactory()
-    finish(kernel(scored_task, run), mode="interpret")
+    submission = kernel(scored_task, run)
+    finish(submission, mode="interpret")
+    # Judged from the source alone: the run's implementation score is provisional.
+    assert run_scores_view(run=run, pair=None).mine["implementation_provisional"] == 1
+    finish(submission)
+    assert run_scores_view(run=run, pair=None).mine["implementation_provisional"] == 0
+    finish(submission, mode="interpret")
     score = RunScore.objects.get(run=run)
     assert score.correctness_rate == 1.0 and not score.timed
     assert score.performance_score is None and score.geomean_speedup is None
@@ -286,3 +292,17 @@ def test_the_page_marks_judge_assessed_properties_and_an_interpreter_verdict(
     finish(submission)  # a cuda verdict is not provisional
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert 'id="properties-provisional"' not in page
+
+
+def test_the_run_page_marks_an_interpreter_implementation_score_provisional(
+    client, scored_task, finish
+):
+    run = RunFactory(is_public=True)
+    submission = kernel(scored_task, run)
+    finish(submission, mode="interpret")
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="implementation-provisional"' in page and "1 task ran in the interpreter" in page
+    assert "(1/1 tasks)" in page  # L3 and combined: the one task counted
+    finish(submission)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="implementation-provisional"' not in page
