@@ -150,13 +150,29 @@ def _check(args: argparse.Namespace) -> int:
         timing=overrides,
         read_counters=args.counters,
     )
+    from evaluator.harness.properties import verdict_properties
+
+    properties = verdict_properties(task, source, verdict)
     if args.json:
-        print(json.dumps(verdict.to_dict(), default=str))
+        print(json.dumps({**verdict.to_dict(), "properties": properties}, default=str))
     else:
         _print_human(verdict)
+        _print_properties(properties, provisional=str(mode) != "cuda")
     if not secret and (task.hidden.cuda or task.hidden.interpret):
         print(HIDDEN_BY_SERVER, file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _print_properties(properties: list[dict], *, provisional: bool) -> None:
+    if not properties:
+        return
+    note = " (provisional: interpret mode reads the source alone)" if provisional else ""
+    print(f"  design properties{note}:")
+    for p in properties:
+        verdict = {True: "yes", False: "no", None: "judge"}[p["implemented"]]
+        kind = p["evidence"]["kind"] or "judge/admin-assessed"
+        excerpt = "; ".join(p["evidence"]["excerpt"])[:100]
+        print(f"    {p['level']} {p['key']:<28} {verdict:<5} [{kind}] {excerpt}")
 
 
 def _print_human(verdict) -> None:

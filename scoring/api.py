@@ -78,6 +78,14 @@ class PropertyResultSerializer(serializers.Serializer):
     judge = serializers.CharField(help_text="The judge's model or name, for a judge source.")
     rationale = serializers.CharField()
     evidence = serializers.JSONField(help_text="Snippets, names, figures: a list or an object.")
+    evidence_kind = serializers.CharField(
+        allow_null=True,
+        help_text="What the effective machine assessment was drawn from: counter, "
+        "executed_instruction, compiled_code or source; null for a judge's, an admin's or none.",
+    )
+    judge_assessed = serializers.BooleanField(
+        help_text="No machine signature: only a judge or an admin can assess the property."
+    )
     counters_note = serializers.CharField(
         help_text="Why the hardware counters could not decide a property with a counter "
         "rule; empty otherwise."

@@ -58,6 +58,12 @@ class Assessment(BaseModel):
     value = models.BooleanField(help_text="Implemented (or proposed): yes or no.")
     rationale = models.TextField(blank=True)
     evidence = models.JSONField(default=list, blank=True, help_text="Snippets, names, figures.")
+    evidence_kind = models.CharField(
+        max_length=24,
+        blank=True,
+        help_text="What a machine assessment was drawn from: counter, executed_instruction, "
+        "compiled_code or source (blank for a judge's or an admin's).",
+    )
     judge = models.CharField(max_length=200, blank=True, help_text="The judge's model or name.")
     who = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -98,7 +98,7 @@ def counter_assess(
             else f"DRAM traffic reaches ×{worst:.2f} of the minimum bytes (the rule allows "
             f"×{limit:g})"
         )
-        return DetectorResult(value=value, rationale=rationale, evidence=evidence)
+        return DetectorResult(value=value, rationale=rationale, evidence=evidence, kind="counter")
     minimum = float(rule["min"])
     value = all(f >= minimum for _, f, _ in figures)
     lowest = min(f for _, f, _ in figures)
@@ -109,4 +109,4 @@ def counter_assess(
         if value
         else f"tensor-core share of the math falls to {lowest:.0%} (the rule asks {minimum:.0%})"
     )
-    return DetectorResult(value=value, rationale=rationale, evidence=evidence)
+    return DetectorResult(value=value, rationale=rationale, evidence=evidence, kind="counter")

@@ -49,6 +49,7 @@ from .cleanreference import clean_reference_times, reference_tampering, with_cle
 from .decision import decide
 from .job import Plan, TimingSettings
 from .judge import judge
+from .properties import launched_kernels
 from .protocol import Observed
 from .timingchecks import settle_host_clock
 from .verdict import Status, Verdict, WorkloadOutcome
@@ -102,6 +103,8 @@ def evaluate(
         seen = child.seen
         with stages.phases("judge"):
             results = judge(task, mode, child.plan, seen, stages.workdir, env_info, source=source)
+        if mode is Mode.CUDA:
+            env_info["launched_kernels"] = launched_kernels(seen.outputs, source)
         results = stages.clean_reference(seen, results)
         for name in honesty.tampering_names(source):
             seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))

@@ -15,6 +15,7 @@ from scoring.formulas import LEVELS, PropertyRow, property_credits
 from scoring.models import SOURCE_PRECEDENCE, Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task
+from taskformat.properties import declared_evidence
 
 _RANK = {source: rank for rank, source in enumerate(SOURCE_PRECEDENCE)}
 
@@ -56,6 +57,9 @@ class PropertyView:
     others: list[Assessment]
     credited: bool  # implemented and every dependency implemented
     counters_note: str  # why counters could not decide, for a property with a counter rule
+    # The strongest evidence a machine can judge it from; None: judge/admin-assessed.
+    assessed_by: str | None = None
+    judge_assessed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """What the submission page shows of the property, as the API gives it: the
@@ -73,6 +77,8 @@ class PropertyView:
             "judge": "" if a is None else a.judge,
             "rationale": "" if a is None else a.rationale,
             "evidence": [] if a is None else a.evidence,
+            "evidence_kind": None if a is None else (a.evidence_kind or None),
+            "judge_assessed": self.judge_assessed,
             "counters_note": self.counters_note,
             "others": [
                 {"source": o.source, "value": o.value, "rationale": o.rationale}
@@ -117,6 +123,8 @@ def submission_properties_view(
                     others=[a for a in assessments if a.property_id == p.pk and a is not chosen],
                     credited=credits[p.key],
                     counters_note=note if p.counters and not has_counter_result else "",
+                    assessed_by=(by := declared_evidence(p.detector, p.counters)),
+                    judge_assessed=by is None,
                 )
             )
         if views:
@@ -157,6 +165,7 @@ def task_rubric(*, slug: str) -> dict[str, Any]:
                 "implemented_when": p.description or p.title,
                 "detector": p.detector or {"kind": "manual"},
                 "counters": p.counters,
+                "machine_evidence": declared_evidence(p.detector, p.counters),
             }
             for p in task.properties.order_by("level", "position")
         ],

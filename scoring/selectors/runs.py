@@ -25,6 +25,11 @@ def run_score_data(score: RunScore | None) -> dict[str, Any] | None:
         "geomean_speedup": {"value": score.geomean_speedup, "n": score.geomean_n},
         "fast_p": score.fast_p,
         "implementation": {b: score.implementation.get(b) for b in BUCKETS},
+        "implementation_provisional": score.implementation.get("provisional", 0),
+        "implementation_tasks": {
+            b: score.implementation.get("tasks", {}).get(b, {"counted": 0, "total": 0})
+            for b in BUCKETS
+        },
         "discovery": {b: score.discovery.get(b) for b in BUCKETS},
         "turns": score.turns,
         "tokens": score.tokens,

@@ -50,6 +50,7 @@ def _machine_write(
             "value": result.value,
             "rationale": result.rationale,
             "evidence": list(result.evidence),
+            "evidence_kind": result.kind,
             "who": None,
             "assessed_at": timezone.now(),
         },
@@ -59,7 +60,10 @@ def _machine_write(
 def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluation | None) -> None:
     """Recompute the detector and counter assessments of `submission` (its source, and the
     counters of its latest finished verdict); a result that can no longer be drawn is
-    removed, never kept stale."""
+    removed, never kept stale. The source counts only where it ran: in a `cuda` verdict,
+    the jit functions the profiler saw launched (`launched_kernels`); the detectors fold
+    the launches' constants into the kernels' branches (taskformat.properties)."""
+    launched = launched_kernels_of(evaluation)
     timed = []
     if evaluation is not None and evaluation.mode == "cuda" and evaluation_counts(evaluation):
         timed = [
@@ -70,7 +74,9 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
     with transaction.atomic():
         for prop in DesignProperty.objects.filter(task_id=submission.task_id):
             try:
-                found = assess(prop.detector or {"kind": "manual"}, submission.source)
+                found = assess(
+                    prop.detector or {"kind": "manual"}, submission.source, launched=launched
+                )
             except (DetectorError, KeyError, TypeError) as exc:
                 logger.warning("detector of %s cannot run: %s", prop, exc)
                 found = None
@@ -86,3 +92,14 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
             _machine_write(
                 submission=submission, prop=prop, source=AssessmentSource.COUNTERS, result=counted
             )
+
+
+def launched_kernels_of(evaluation: Evaluation | None) -> list[str] | None:
+    """The submission's own kernels its verdict saw launched; None where no profiler
+    named them (interpret mode, an older verdict): the source's reachability stands."""
+    if evaluation is None or evaluation.mode != "cuda" or not evaluation.environment:
+        return None
+    names = evaluation.environment.get("launched_kernels")
+    if not isinstance(names, list) or not names:
+        return None
+    return [n for n in names if isinstance(n, str)]

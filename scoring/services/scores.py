@@ -11,10 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.models import FINISHED_STATUSES, Evaluation
-from evaluator.models import EvaluationStatus as Status
 from runs.models import Run, Trace
 from scoring.formulas import (
     BUCKETS,
+    LEVELS,
     TaskOutcome,
     TaskParts,
     correctness_rate,
@@ -74,11 +74,17 @@ def task_score_refresh(*, submission: Submission) -> TaskScore:
             if fractions and all(f is not None for f in fractions):
                 sol = sum(f for f in fractions if f is not None) / len(fractions)
     properties = list(DesignProperty.objects.filter(task_id=submission.task_id))
-    values = _effective_values(
-        properties=properties,
-        assessments=Assessment.objects.filter(
-            kind=AssessmentKind.IMPLEMENTED, submission=submission
-        ),
+    # Only a correct kernel earns implementation credit: an incorrect one's properties
+    # are scored as a missing kernel's (its assessments are still kept and shown).
+    values = (
+        _effective_values(
+            properties=properties,
+            assessments=Assessment.objects.filter(
+                kind=AssessmentKind.IMPLEMENTED, submission=submission
+            ),
+        )
+        if counts
+        else {}
     )
     implementation = implementation_score(tasks=[(property_rows(properties), values)])
     score, _ = TaskScore.objects.update_or_create(
@@ -152,9 +158,9 @@ def _level_parts(
     for p in DesignProperty.objects.filter(task__in=tasks).order_by("level", "position"):
         properties.setdefault(p.task_id, []).append(p)
     if kind == AssessmentKind.IMPLEMENTED:
-        # A confirmed hack is scored as a missing kernel.
-        ids = [s.submission_id for s in scores.values() if s.status != Status.FLAGGED or s.counts]
-        rows = Assessment.objects.filter(kind=kind, submission_id__in=ids)
+        rows = Assessment.objects.filter(
+            kind=kind, submission_id__in=implementation_counted_submissions(scores=scores)
+        )
     else:
         rows = Assessment.objects.filter(kind=kind, run=run)
         if not rows.exists():
@@ -168,6 +174,40 @@ def _level_parts(
         values = _effective_values(properties=props, assessments=by_task.get(task.pk, []))
         parts[task.slug] = implementation_parts(properties=property_rows(props), values=values)
     return parts
+
+
+def implementation_counted_submissions(*, scores: dict[int, TaskScore]) -> list[int]:
+    """Which tasks count for the implementation score: the submissions whose verdict
+    counts (correct, or flagged and cleared). An incorrect kernel, a pending flag and a
+    confirmed hack are scored as a missing kernel."""
+    return [s.submission_id for s in scores.values() if s.counts]
+
+
+def implementation_tasks_counted(
+    *, tasks: list[Task], scores: dict[int, TaskScore]
+) -> dict[str, dict[str, int]]:
+    """Per level (and combined): how many of the run's tasks have properties there
+    (`total`) and how many of them counted (`counted`: their kernel is correct)."""
+    levels: dict[int, set[str]] = {}
+    for task_id, level in DesignProperty.objects.filter(task__in=tasks).values_list(
+        "task_id", "level"
+    ):
+        levels.setdefault(task_id, set()).add(level)
+    out = {b: {"counted": 0, "total": 0} for b in (*LEVELS, "combined")}
+    for task in tasks:
+        found = levels.get(task.pk, set())
+        counted = bool(scores.get(task.pk) and scores[task.pk].counts)
+        for bucket in (*found, "combined") if found else ():
+            out[bucket]["total"] += 1
+            out[bucket]["counted"] += counted
+    return out
+
+
+def implementation_provisional_tasks(*, scores: dict[int, TaskScore]) -> int:
+    """How many counted tasks were judged in interpret mode, from their source alone
+    (no profiler named the kernels that ran): their properties are provisional."""
+    ids = [s.evaluation_id for s in scores.values() if s.counts and s.evaluation_id]
+    return Evaluation.objects.filter(pk__in=ids, mode="interpret").count()
 
 
 def run_score_refresh(*, run: Run) -> RunScore:
@@ -223,7 +263,11 @@ def run_score_refresh(*, run: Run) -> RunScore:
             "geomean_speedup": geomean,
             "geomean_n": n,
             "fast_p": fast_p(outcomes=outcomes) if timed else None,
-            "implementation": pooled_score((implementation or {}).values()),
+            "implementation": {
+                **pooled_score((implementation or {}).values()),
+                "tasks": implementation_tasks_counted(tasks=tasks, scores=scores),
+                "provisional": implementation_provisional_tasks(scores=scores),
+            },
             "discovery": (
                 pooled_score(discovery.values())
                 if discovery is not None

@@ -8,16 +8,25 @@ launched as `kernel[grid](...)` and the jit functions those call, and the
 CUDA/C++ sources handed to `torch.utils.cpp_extension.load_inline`. Branches
 whose condition folds to a constant (`if False:`) and code after a `return` are
 dead. Code in jit functions is *device* code; the rest is *host* code.
+
+What ran, not what is written: a jit function's parameter that every reachable
+launch and call fixes (a constant, a default, an autotune config's values) is
+folded into its branches, so a branch false for every value passed is dead; and
+given `launched` (the kernel names the profiler saw), a jit function launched
+under no such name is not reached at all.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from taskformat.detectors.cuda import strip_c
+from taskformat.detectors.bindings import MISSING, argument, config_values, signature_defaults
+from taskformat.detectors.cuda import drop_kernels, strip_c
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
 # Triton functions that are also tensor methods: `x.exp2()` is `tl.exp2(x)`.
@@ -83,6 +92,9 @@ class Func:
     params: list[str]
     constexpr: set[str]
     configs: list[ast.Call] = field(default_factory=list)  # triton.Config(...) of autotune
+    # A decorator that may supply parameters the launch leaves out (heuristics, an
+    # autotune whose configs are not a literal list): no default can be trusted.
+    supplied: bool = False
     defs: dict[str, list[ast.expr]] = field(default_factory=dict)
     sites: list[Site] = field(default_factory=list)
     loops: list[ast.stmt] = field(default_factory=list)
@@ -106,8 +118,20 @@ class Site:
         return ast.unparse(self.node)[:160]
 
 
+# At most this many combinations of known parameter values are tried on a branch.
+MAX_COMBINATIONS = 64
+
+
 class Program:
-    def __init__(self, source: str):
+    def __init__(self, source: str, launched: Iterable[str] | None = None):
+        self.launched = None if launched is None else frozenset(launched)
+        # (function, parameter) -> every value it takes at the reachable launches and calls.
+        self.param_values: dict[tuple[str, str], frozenset[Any]] = {}
+        self._override: dict[str, Any] = {}
+        self._scanning: Func | None = None
+        self.unlaunched: list[str] = []
+        # Facts the primitives derive and share (dataflow.stored_nodes).
+        self.cache: dict[str, Any] = {}
         self.ok = True
         try:
             self.tree = ast.parse(source)
@@ -137,14 +161,30 @@ class Program:
             params=[],
             constexpr=set(),
         )
+        self._build()
+        # Fold what the launches fix into the kernels' branches, until nothing changes
+        # (a branch found dead can hide the only launch that passed another value).
+        for _ in range(3):
+            known = self._param_env()
+            if known == self.param_values:
+                break
+            self.param_values = known
+            self._build()
+
+    def _build(self) -> None:
         for func in [*self.funcs.values(), self.module]:
+            func.defs, func.sites, func.loops, func.nodes = {}, [], [], []
             self._scan(func)
         self.host: list[Func] = []
         self.device: list[Func] = []
         self.launches: list[Site] = []
         self.cuda_raw: list[str] = []
+        self.unlaunched = []
         self._reach()
         self.cuda = strip_c("\n".join(self.cuda_raw))
+        if self.launched is not None:
+            self.cuda, dropped = drop_kernels(self.cuda, self.launched)
+            self.unlaunched += dropped
         self._loop_facts()
 
     # -- collection -------------------------------------------------------------------------
@@ -194,17 +234,22 @@ class Program:
 
     def _add_func(self, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None) -> None:
         device = False
+        supplied = False
         configs: list[ast.Call] = []
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             name = self.canon(target, False)
             if name.endswith(".jit") or name == "jit":
                 device = name.startswith("triton") or name == "jit" or name.startswith("tl")
-            if name == "triton.autotune" and isinstance(dec, ast.Call):
+            elif name == "triton.autotune" and isinstance(dec, ast.Call):
                 cfg = next((k.value for k in dec.keywords if k.arg == "configs"), None)
                 cfg = cfg or (dec.args[0] if dec.args else None)
                 if isinstance(cfg, ast.List | ast.Tuple):
                     configs = [c for c in cfg.elts if isinstance(c, ast.Call)]
+                else:
+                    supplied = True
+            else:
+                supplied = True
         args = node.args
         params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
         if cls and params and params[0] in ("self", "cls", "ctx"):
@@ -215,7 +260,7 @@ class Program:
             if a.annotation is not None and dotted(a.annotation).endswith("constexpr")
         }
         qual = f"{cls}.{node.name}" if cls else node.name
-        self.funcs[qual] = Func(node, qual, cls, device, params, constexpr, configs)
+        self.funcs[qual] = Func(node, qual, cls, device, params, constexpr, configs, supplied)
 
     def _scan(self, func: Func) -> None:
         current: list[ast.stmt | None] = [None]
@@ -226,6 +271,7 @@ class Program:
                 name = self.canon(node.func, func.device)
                 func.sites.append(Site(node, name, func, loops, current[0]))
 
+        self._scanning = func
         for stmt, _ in self.live(func.node.body, (), visit):
             current[0] = stmt
             _record_defs(stmt, func.defs)
@@ -241,14 +287,14 @@ class Program:
                 continue
             if isinstance(stmt, ast.If):
                 _visit_all(stmt.test, loops, visit)
-                cond = self.const(stmt.test)
+                cond = self.branch(stmt.test, self._scanning)
                 if cond is None or cond:
                     yield from self.live(stmt.body, loops, visit)
                 if cond is None or not cond:
                     yield from self.live(stmt.orelse, loops, visit)
             elif isinstance(stmt, LOOPS):
                 if isinstance(stmt, ast.While):
-                    if self.const(stmt.test) is False:
+                    if self.branch(stmt.test, self._scanning) is False:
                         continue
                     _visit_all(stmt.test, (*loops, stmt), visit)
                 else:
@@ -337,6 +383,9 @@ class Program:
                 self._resolve(site)
                 if site.callee and not site.callee.device and site.callee not in self.host:
                     self.host.append(site.callee)
+                if site.launch and not self._was_launched(site.launch):
+                    self.unlaunched.append(site.launch.name)
+                    site.launch = None
                 if site.launch:
                     self.launches.append(site)
                     if site.launch not in self.device:
@@ -359,6 +408,87 @@ class Program:
                     if target and target.device and target not in self.device:
                         self.device.append(target)
             i += 1
+
+    def _was_launched(self, kernel: Func) -> bool:
+        return self.launched is None or kernel.name in self.launched
+
+    # -- what the launches fix ----------------------------------------------------------------
+
+    def branch(self, test: ast.expr, func: Func | None) -> bool | None:
+        """Whether a branch condition holds: True or False when it does (or does not) for
+        every combination of the values its function's parameters take, else None."""
+        cond = self.const(test)
+        if cond is not None:
+            return bool(cond)
+        if func is None or not self.param_values:
+            return None
+        names = sorted(
+            {
+                n.id
+                for n in ast.walk(test)
+                if isinstance(n, ast.Name) and (func.name, n.id) in self.param_values
+            }
+        )
+        if not names:
+            return None
+        choices = [sorted(self.param_values[(func.name, n)], key=repr) for n in names]
+        if math.prod(len(c) for c in choices) > MAX_COMBINATIONS:
+            return None
+        outcomes = set()
+        for combo in itertools.product(*choices):
+            self._override = dict(zip(names, combo, strict=True))
+            try:
+                got = self.const(test)
+            finally:
+                self._override = {}
+            if got is None:
+                return None
+            outcomes.add(bool(got))
+        return outcomes.pop() if len(outcomes) == 1 else None
+
+    def _param_env(self) -> dict[tuple[str, str], frozenset[Any]]:
+        """For each reachable jit function, the parameters every reachable launch and
+        call fixes to known constants (or the function's default, or its autotune
+        configs), with the set of values they take. A parameter the function reassigns,
+        or one any call leaves unknown, is left out."""
+        env: dict[tuple[str, str], frozenset[Any]] = {}
+        for func in self.device:
+            sites = [
+                s
+                for f in [*self.host, *self.device]
+                for s in f.sites
+                if func in (s.callee, s.launch)
+            ]
+            if not sites:
+                continue
+            assigned = {
+                n.id
+                for n in ast.walk(func.node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            defaults = {} if func.supplied else signature_defaults(func.node.args)
+            configured = config_values(func.configs)
+            for index, param in enumerate(func.params):
+                if param in assigned:
+                    continue
+                if param in configured:
+                    found: set[Any] | None = set(configured[param])
+                else:
+                    found = set()
+                    for site in sites:
+                        expr = argument(site.node, index, param)
+                        value = (
+                            defaults.get(param)
+                            if expr is MISSING
+                            else (None if expr is None else self.const(expr, site.func))
+                        )
+                        if value is None:
+                            found = None
+                            break
+                        found.add(value)
+                if found:
+                    env[(func.name, param)] = frozenset(found)
+        return env
 
     def _inline_sources(self, site: Site) -> list[str]:
         call = site.node
@@ -537,6 +667,16 @@ _BINOPS = {
 }
 
 
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
 def _fold(program: Program, expr: ast.AST, func: Func | None):
     if isinstance(expr, ast.Constant):
         return expr.value if isinstance(expr.value, int | float | bool) else None
@@ -547,6 +687,20 @@ def _fold(program: Program, expr: ast.AST, func: Func | None):
         if isinstance(expr.op, ast.Not):
             return not value
         return -value if isinstance(expr.op, ast.USub) else value
+    if isinstance(expr, ast.Compare) and type(expr.ops[0]) in _COMPARE and len(expr.ops) == 1:
+        left, right = program.const(expr.left, func), program.const(expr.comparators[0], func)
+        if left is None or right is None:
+            return None
+        return _COMPARE[type(expr.ops[0])](left, right)
+    if isinstance(expr, ast.BoolOp):
+        got = [program.const(v, func) for v in expr.values]
+        if isinstance(expr.op, ast.And):
+            if any(g is not None and not g for g in got):
+                return False
+            return None if any(g is None for g in got) else True
+        if any(g is not None and g for g in got):
+            return True
+        return None if any(g is None for g in got) else False
     if isinstance(expr, ast.BinOp) and type(expr.op) in _BINOPS:
         left, right = program.const(expr.left, func), program.const(expr.right, func)
         if left is None or right is None:
@@ -558,10 +712,13 @@ def _fold(program: Program, expr: ast.AST, func: Func | None):
     if isinstance(expr, ast.Name):
         if expr.id == "TYPE_CHECKING":
             return False
+        if expr.id in program._override:
+            return program._override[expr.id]
         if func is not None and expr.id in func.defs:
             values, owner = func.defs[expr.id], func
         elif func is not None and expr.id in func.params:
-            return None
+            known = program.param_values.get((func.name, expr.id))
+            return next(iter(known)) if known is not None and len(known) == 1 else None
         else:
             values, owner = program.module_defs.get(expr.id, []), None
         return program.const(values[0], owner) if len(values) == 1 else None

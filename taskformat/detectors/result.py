@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Where a verdict's evidence comes from, strongest first: hardware counters of the
+# profiled call, instructions the kernels executed in it, the compiled code of the
+# kernels that ran, their source (restricted to what the launches reach).
+EVIDENCE_KINDS = ("counter", "executed_instruction", "compiled_code", "source")
+
 
 class DetectorError(ValueError):
     pass
@@ -17,3 +22,9 @@ class DetectorResult:
     value: bool
     rationale: str
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    kind: str = "source"  # one of EVIDENCE_KINDS
+
+
+def strongest(kinds: list[str]) -> str:
+    """The strongest of these evidence kinds (EVIDENCE_KINDS order)."""
+    return min(kinds, key=EVIDENCE_KINDS.index) if kinds else "source"

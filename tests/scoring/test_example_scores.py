@@ -55,7 +55,7 @@ def example_pair(django_capture_on_commit_callbacks):
 def implementation_by_hand(run):
     """Σ credited weight / Σ weight over every catalog task, per level, from the stored
     assessments: effective = the first source in precedence order; credit needs every
-    dependency credited; a task without a kernel earns nothing."""
+    dependency credited; a task without a correct kernel earns nothing."""
     rank = {s: i for i, s in enumerate(SOURCE_PRECEDENCE)}
     earned = {"L1": 0.0, "L2": 0.0, "L3": 0.0, "combined": 0.0}
     total = dict(earned)
@@ -63,7 +63,10 @@ def implementation_by_hand(run):
         props = {p.key: p for p in DesignProperty.objects.filter(task=task)}
         value = {}
         for a in sorted(
-            Assessment.objects.filter(submission__run=run, task=task), key=lambda a: rank[a.source]
+            Assessment.objects.filter(
+                submission__run=run, task=task, submission__score__counts=True
+            ),
+            key=lambda a: rank[a.source],
         ):
             value.setdefault(a.property.key, a.value)
 

@@ -47,6 +47,16 @@ def test_the_rubric_lists_every_property_with_what_counts(client, scored_task):
     assert online["level"] == "L1" and online["weight"] == 2.0 and online["depends_on"] == ["max"]
     assert online["implemented_when"] and body["implemented_means"]
     assert body["properties"][2]["counters"] == {"kind": "traffic", "max_ratio": 1.3}
+    # single_pass has a counter rule but no detector: a machine judges it only on the GPU.
+    assert [p["machine_evidence"] for p in body["properties"]] == [
+        "source",
+        "source",
+        "counter",
+        "source",
+    ]
+    scored_task.properties.filter(key="single_pass").update(counters=None)
+    body = client.get("/api/tasks/softmax/rubric/").json()
+    assert body["properties"][2]["machine_evidence"] is None  # for a judge or an admin
     assert client.get("/api/tasks/nope/rubric/").status_code == 404
 
 
@@ -140,7 +150,7 @@ def fake_judge():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_judge_client_grades_a_kernel_and_posts_to_the_live_server(
-    live_server, fake_judge, scored_task
+    live_server, fake_judge, scored_task, finish
 ):
     run = RunFactory()
     submission = SubmissionFactory(
@@ -163,7 +173,9 @@ def test_the_judge_client_grades_a_kernel_and_posts_to_the_live_server(
         "online": (False, "fake-judge-1"),
         "exp2": (True, "fake-judge-1"),
     }
-    # The run's implementation score follows: max 1 + exp2 1 of 6 in all
+    # The run's implementation score follows once the kernel is correct: max 1 + exp2 1 of 6
+    assert RunScore.objects.get(run=run).implementation["combined"] == 0.0  # not evaluated yet
+    finish(submission)
     assert RunScore.objects.get(run=run).implementation["combined"] == pytest.approx(100 * 2 / 6)
 
 

@@ -83,11 +83,37 @@ def test_the_run_score_changes_with_every_new_verdict(scored_task, finish):
 
 def test_interpret_mode_gives_no_speed_scores(scored_task, finish):
     run = RunFactory()
-    finish(kernel(scored_task, run), mode="interpret")
+    submission = kernel(scored_task, run)
+    finish(submission, mode="interpret")
+    # Judged from the source alone: the run's implementation score is provisional.
+    assert run_scores_view(run=run, pair=None).mine["implementation_provisional"] == 1
+    finish(submission)
+    assert run_scores_view(run=run, pair=None).mine["implementation_provisional"] == 0
+    finish(submission, mode="interpret")
     score = RunScore.objects.get(run=run)
     assert score.correctness_rate == 1.0 and not score.timed
     assert score.performance_score is None and score.geomean_speedup is None
     assert score.fast_p is None and "interpret" in score.untimed_reason
+
+
+def test_only_a_correct_kernel_earns_implementation_credit(scored_task, finish):
+    other = TaskVersionFactory(task__slug="other", task__position=1).task
+    run = RunFactory()
+    submission = kernel(scored_task, run)
+    kernel(other, run)  # a task without properties: in no level's count
+    finish(submission, speedups=(2.0, 8.0))
+    score = RunScore.objects.get(run=run)
+    assert score.implementation["L3"] == 100.0
+    counted = run_scores_view(run=run, pair=None).mine["implementation_tasks"]
+    assert counted["L3"] == counted["combined"] == {"counted": 1, "total": 1}
+    finish(submission, status="incorrect", speedups=(2.0, 8.0))
+    score.refresh_from_db()
+    # The detectors still found exp2 (the page shows it), but nothing is credited.
+    assert sources(submission)[("exp2", "detector")] is True
+    assert score.implementation["L3"] == 0.0 and score.implementation["combined"] == 0.0
+    assert TaskScore.objects.get(submission=submission).implementation["combined"] == 0.0
+    counted = run_scores_view(run=run, pair=None).mine["implementation_tasks"]
+    assert counted["L3"] == {"counted": 0, "total": 1}
 
 
 @pytest.mark.parametrize(("decision", "counts"), [("cleared", True), ("hacked", False)])
@@ -221,3 +247,62 @@ def test_an_admin_assessment_of_another_tasks_property_is_refused(scored_task, f
     )
     with pytest.raises(ValidationError):
         assessment_admin_save(assessment=bad, user=UserFactory(is_staff=True))
+
+
+def test_a_machine_assessment_names_its_evidence_kind(scored_task, finish):
+    submission = kernel(scored_task)
+    finish(submission, counters=[{"dram_bytes": 120, "min_bytes": 100, "tool": "ncu"}])
+    kinds = {
+        (a.property.key, a.source): a.evidence_kind
+        for a in Assessment.objects.filter(submission=submission).select_related("property")
+    }
+    assert kinds[("max", "detector")] == "source"
+    assert kinds[("single_pass", "counters")] == "counter"
+
+
+def test_only_the_kernels_the_profiler_saw_launched_count(scored_task, finish):
+    submission = kernel(scored_task)
+    finish(submission, environment={"gpu": "NVIDIA H200", "launched_kernels": ["_softmax"]})
+    assert sources(submission)[("exp2", "detector")] is True
+    # The same source, but the verdict saw another kernel run: `_softmax` earns nothing.
+    finish(submission, environment={"gpu": "NVIDIA H200", "launched_kernels": ["_other"]})
+    got = sources(submission)
+    assert got[("exp2", "detector")] is False and got[("max", "detector")] is False
+
+
+def test_the_page_marks_judge_assessed_properties_and_an_interpreter_verdict(
+    client, scored_task, finish
+):
+    submission = kernel(scored_task)
+    submission.is_public = True
+    submission.save()
+    finish(submission, mode="interpret")
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'id="properties-provisional"' in page
+    # single_pass has a counter rule: a machine can judge it on the GPU; none is manual-only.
+    assert "judge/admin-assessed</span>" not in page
+    assert "from <code>source</code>" in page
+    scored_task.properties.filter(key="single_pass").update(counters=None)
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert page.count("judge/admin-assessed</span>") == 1
+    data = client.get(f"/api/submissions/{submission.pk}/").json()
+    by_key = {p["key"]: p for p in data["properties"]}
+    assert by_key["single_pass"]["judge_assessed"] is True
+    assert by_key["max"]["evidence_kind"] == "source" and not by_key["max"]["judge_assessed"]
+    finish(submission)  # a cuda verdict is not provisional
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'id="properties-provisional"' not in page
+
+
+def test_the_run_page_marks_an_interpreter_implementation_score_provisional(
+    client, scored_task, finish
+):
+    run = RunFactory(is_public=True)
+    submission = kernel(scored_task, run)
+    finish(submission, mode="interpret")
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="implementation-provisional"' in page and "1 task ran in the interpreter" in page
+    assert "(1/1 tasks)" in page  # L3 and combined: the one task counted
+    finish(submission)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="implementation-provisional"' not in page

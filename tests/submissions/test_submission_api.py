@@ -275,7 +275,15 @@ def assessed(user):
         counters={"kind": "traffic", "max_ratio": 1.3},
         position=0,
     )
-    assess(submission, "max", "detector", True, rationale="tl.max found", evidence=["tl.max(x, 0)"])
+    assess(
+        submission,
+        "max",
+        "detector",
+        True,
+        rationale="tl.max found",
+        evidence=["tl.max(x, 0)"],
+        evidence_kind="source",
+    )
     assess(submission, "online", "detector", False, rationale="no running sum")
     assess(
         submission,
@@ -315,6 +323,8 @@ def test_detail_has_the_design_properties_as_the_page_shows_them(
         "judge": "",
         "rationale": "tl.max found",
         "evidence": ["tl.max(x, 0)"],
+        "evidence_kind": "source",
+        "judge_assessed": True,  # the factory's properties declare no detector
         "counters_note": "",
         "others": [],
     }

@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Any
 
+from taskformat.detectors.dataflow import feeds_store
 from taskformat.detectors.primitives.common import _names, _result
 from taskformat.detectors.program import Program, Site
 from taskformat.detectors.result import DetectorError, DetectorResult
@@ -41,10 +42,12 @@ def device_call(program: Program, spec: dict[str, Any]) -> DetectorResult:
         and _kwarg_ok(program, s, spec.get("kwargs", {}))
         and (not spec.get("arg") or _arg_ok(program, s, spec["arg"]))
         and (not spec.get("assigned") or isinstance(s.stmt, ast.Assign | ast.AnnAssign))
+        and (not spec.get("feeds_store") or feeds_store(program, s.node))
     ]
     low, high = int(spec.get("min_count", 1)), spec.get("max_count")
     value = len(hits) >= low and (high is None or len(hits) <= int(high))
-    where = (
+    where = " whose result is stored" if spec.get("feeds_store") else ""
+    where += (
         " inside a loop that loads"
         if spec.get("in_load_loop")
         else (" inside a loop" if spec.get("in_loop", spec.get("within_loop")) else "")
@@ -62,9 +65,11 @@ def device_ref(program: Program, spec: dict[str, Any]) -> DetectorResult:
         ast.unparse(node)
         for func in program.device
         for node, _ in func.nodes
-        if isinstance(node, ast.Attribute | ast.Name) and program.canon(node, True) in names
+        if isinstance(node, ast.Attribute | ast.Name)
+        and program.canon(node, True) in names
+        and (not spec.get("feeds_store") or feeds_store(program, node))
     ]
-    what = "/".join(sorted(names))
+    what = "/".join(sorted(names)) + (" on the stored data path" if spec.get("feeds_store") else "")
     return _result(
         bool(hits),
         f"reachable device code uses {what}",
@@ -78,15 +83,46 @@ def host_call(program: Program, spec: dict[str, Any]) -> DetectorResult:
     hits = [
         s
         for s in program.host_sites()
-        if s.name in names and _kwarg_ok(program, s, spec.get("kwargs", {}))
+        if s.name in names
+        and _kwarg_ok(program, s, spec.get("kwargs", {}))
+        and (not spec.get("to_tile") or _sizes_a_tile(program, s))
     ]
-    what = "/".join(sorted(names))
+    what = "/".join(sorted(names)) + (
+        " sizing a launched kernel's tile" if spec.get("to_tile") else ""
+    )
     return _result(
         bool(hits),
         f"host code reachable from forward calls {what}",
         f"no call of {what} in reachable host code",
         (s.line for s in hits),
     )
+
+
+def _sizes_a_tile(program: Program, site: Site) -> bool:
+    """The call's value reaches a launch's argument for a constexpr parameter that
+    sizes a tile (`tl.arange`, `tl.zeros`, `tl.full`) in the launched kernel."""
+    for launch in program.launches:
+        kernel = launch.launch
+        if kernel is None:
+            continue
+        tiles = {
+            n.id
+            for s in kernel.sites
+            if s.name in ("tl.arange", "tl.zeros", "tl.full")
+            for a in s.node.args
+            for n in ast.walk(a)
+            if isinstance(n, ast.Name)
+        } & kernel.constexpr
+        for index, param in enumerate(kernel.params):
+            if param not in tiles:
+                continue
+            given = [k.value for k in launch.node.keywords if k.arg == param]
+            if index < len(launch.node.args):
+                given.append(launch.node.args[index])
+            for expr in given:
+                if any(n is site.node for n, _ in program.closure(expr, launch.func)):
+                    return True
+    return False
 
 
 def host_attr(program: Program, spec: dict[str, Any]) -> DetectorResult:

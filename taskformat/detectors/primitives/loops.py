@@ -158,6 +158,19 @@ def grid_stride_loop(program: Program, spec: dict[str, Any]) -> DetectorResult:
                     and program.const(step, func) is None
                 ):
                     hits.append(ast.unparse(loop.iter))
+            # `for it in range(iters): start = pid + it * nprog`: the stride in the body.
+            target = loop.target.id if isinstance(loop.target, ast.Name) else ""
+            for node in ast.walk(loop):
+                if (
+                    isinstance(node, ast.Assign)
+                    and target
+                    and any(
+                        isinstance(n, ast.Name) and n.id == target for n in ast.walk(node.value)
+                    )
+                    and _depends_on(program, node.value, func, {"tl.num_programs"})
+                    and _depends_on(program, node.value, func, {"tl.program_id"})
+                ):
+                    hits.append(ast.unparse(node))
         elif isinstance(loop, ast.While):
             for node in ast.walk(loop):
                 if isinstance(node, ast.AugAssign) and _depends_on(
