@@ -22,7 +22,7 @@ from runs.traces import trace_pack, trace_summarize
 from submissions.models import Submission
 from submissions.services import submission_create
 from task_catalog.models import Task
-from task_catalog.prompts import task_prompt
+from task_catalog.prompts import task_prompt, task_prompt_match
 from task_catalog.selectors import task_get_public
 
 
@@ -70,7 +70,8 @@ def run_create_from_bundle(
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
     if not bundle.ok or bundle.manifest is None:
         raise BundleRejected(bundle.errors)
-    prompt_errors = _prompt_hash_errors(bundle.manifest)
+    slugs = {*bundle.kernels, *bundle.traces, *bundle.proposals}
+    guidance, prompt_errors = _guidance_given(manifest=bundle.manifest, slugs=slugs)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
     if enforce_quota:
@@ -78,7 +79,13 @@ def run_create_from_bundle(
     written: list[str] = []
     try:
         with transaction.atomic():
-            run = _run_store(owner=owner, bundle=bundle, is_public=is_public, example=is_example)
+            run = _run_store(
+                owner=owner,
+                bundle=bundle,
+                guidance=guidance,
+                is_public=is_public,
+                example=is_example,
+            )
             for slug, text in sorted(bundle.proposals.items()):
                 proposal = Proposal(run=run, task=tasks[slug], text=text)
                 proposal.full_clean(exclude=["run", "task"])
@@ -112,29 +119,57 @@ def run_create_from_bundle(
     return run
 
 
-def _prompt_hash_errors(manifest: Manifest) -> list[BundleError]:
-    """The manifest's `prompt_sha256` entries that differ from the prompt served now."""
+def _guidance_given(
+    *, manifest: Manifest, slugs: set[str]
+) -> tuple[dict[str, dict[str, object]], list[BundleError]]:
+    """The guidance version each task of the bundle was given, and the manifest's
+    `prompt_sha256` entries that match no prompt this portal serves or served.
+
+    A recorded prompt names its guidance version (the current one or an earlier one);
+    a task without one is recorded with the guidance current at upload.
+    """
+    given: dict[str, dict[str, object]] = {}
     errors = []
-    for slug, recorded in sorted(manifest.prompt_sha256.items()):
+    for slug in sorted(slugs | set(manifest.prompt_sha256)):
         task = task_get_public(slug=slug)
         if task is None:
             errors.append(BundleError(MANIFEST, None, f"prompt_sha256: unknown task {slug!r}."))
             continue
-        prompt = task_prompt(task=task, levels=manifest.levels)
-        if prompt.sha256 != recorded:
+        recorded = manifest.prompt_sha256.get(slug)
+        prompt = (
+            task_prompt(task=task, levels=manifest.levels)
+            if recorded is None
+            else task_prompt_match(task=task, levels=manifest.levels, sha256=recorded)
+        )
+        if prompt is None:
+            current = task_prompt(task=task, levels=manifest.levels)
             errors.append(
                 BundleError(
                     MANIFEST,
                     None,
-                    f"prompt_sha256.{slug}: {recorded} is not the prompt this portal serves for "
-                    f"{slug} v{prompt.version} with levels {prompt.condition} ({prompt.sha256}); "
+                    f"prompt_sha256.{slug}: {recorded} is not a prompt this portal serves for "
+                    f"{slug} v{current.version} with levels {current.condition} "
+                    f"({current.sha256} now, or one with an earlier guidance version); "
                     "the agent saw another task version or other guidance.",
                 )
             )
-    return errors
+            continue
+        given[slug] = {
+            "sha256": prompt.guidance.sha256,
+            "number": prompt.guidance.number,
+            "from": "upload" if recorded is None else "prompt",
+        }
+    return given, errors
 
 
-def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -> Run:
+def _run_store(
+    *,
+    owner: User,
+    bundle: Bundle,
+    guidance: dict[str, dict[str, object]],
+    is_public: bool,
+    example: bool,
+) -> Run:
     manifest = bundle.manifest
     assert manifest is not None
     run = Run(
@@ -147,6 +182,7 @@ def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -
         hardware=manifest.hardware,
         catalog_version=catalog_version_current(),
         notes=manifest.notes,
+        guidance_versions=guidance,
         is_public=is_public,
         is_example=example or manifest.example,
         state=RunState.RECEIVING,
