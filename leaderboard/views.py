@@ -38,6 +38,7 @@ from .selectors.board import (
     pairs_table,
 )
 from .selectors.breakdowns import leaderboard_breakdowns
+from .selectors.experts import baselines_pending
 from .tables import EXPORT_FORMATS, table_headers, table_response
 
 
@@ -89,6 +90,7 @@ def _board(filters: Filters) -> dict:
             columns=LEADERBOARD_COLUMNS, filters=filters, default=DEFAULT_SORT
         ),
         "figure": level_scores_figure(rows=_chart_rows(groups)),
+        "pending": _pending_by_gpu(hardware=filters.hardware),
     }
     board = fragment(template="leaderboard/_board.html", context=context)
     return {"choices": run_filter_choices(), "board": board}
@@ -135,6 +137,16 @@ def charts(request: HttpRequest) -> HttpResponse:
         ("misses", property_misses_figure(rows=found.misses)),
     ]
     return render(request, "leaderboard/charts.html", context)
+
+
+def _pending_by_gpu(*, hardware: str) -> list[tuple[str, list]]:
+    """GPUs where a task's new version still lacks its expert baseline: the reference
+    row there leaves those tasks out until the expert is re-measured."""
+    by_gpu: dict[str, list] = {}
+    for item in baselines_pending():
+        if not hardware or item.gpu == hardware:
+            by_gpu.setdefault(item.gpu, []).append(item)
+    return sorted(by_gpu.items())
 
 
 def _by_gpu(rows, references) -> list[dict]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 
 from .models import DesignProperty, Guidance, GuidanceVersion, Task, TaskVersion, Workload
 from .rendering import markdown_render
@@ -127,6 +132,12 @@ class GuidanceVersionAdmin(admin.ModelAdmin):
         )
 
 
+def _task_filter(filters: str) -> str | None:
+    """The task id of the list's "by task" filter, e.g. `task__id__exact=3`."""
+    values = parse_qs(filters).get("task__id__exact") or [""]
+    return values[0] if values[0].isdigit() else None
+
+
 def _diff_rows(lines: list[str]):
     for line in lines:
         kind = "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
@@ -220,6 +231,22 @@ class TaskVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """A new version is always made from a task's current one: opened without
+        `?task=`, the task comes from the list's filter, or the curator picks it first."""
+        if request.method == "GET" and not request.GET.get("task"):
+            task_id = _task_filter(request.GET.get("_changelist_filters", ""))
+            if task_id is not None:
+                return HttpResponseRedirect(f"{request.path}?{urlencode({'task': task_id})}")
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "Add task version: choose the task",
+                "tasks": Task.objects.select_related("current_version").order_by("slug"),
+            }
+            return TemplateResponse(request, "admin/task_catalog/choose_task.html", context)
+        return super().add_view(request, form_url, extra_context)
 
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is not None else []

@@ -4,6 +4,7 @@ from django.shortcuts import render
 from leaderboard.caching import fragment, versioned
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
 from leaderboard.selectors import ranking_hardware, task_expert_baseline, task_ranking
+from leaderboard.selectors.experts import baselines_pending
 
 from .selectors import (
     guidance_history,
@@ -59,6 +60,7 @@ def _task_page(slug: str) -> dict | None:
             for index, (gpu, rows) in enumerate(ranking_hardware(ranking))
         ],
         "baseline": task_expert_baseline(task=task),
+        "baselines_pending": baselines_pending(task=task),
         "property_figure": property_dependency_figure(
             properties=[
                 {"key": p.key, "level": p.level, "title": p.title, "depends_on": p.depends_on}

@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import (
+    BooleanField,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+)
 
 from evaluator.harness.spec import environment_gpu, reference_host_bound_calls
 from evaluator.models import FINISHED_STATUSES, Evaluation, WorkloadResult
@@ -250,3 +259,53 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
             timed_against=against,
         ),
     )
+
+
+# --- baselines a new task version still lacks --------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselinePending:
+    """A GPU where the expert was measured on an earlier version of a task but not yet on
+    its current one: the task's baseline and "of expert" figures there are missing until
+    the expert is re-measured (`manage.py queue_expert_baselines`)."""
+
+    slug: str
+    version: int
+    gpu: str
+
+
+def baselines_pending(*, task: Task | None = None) -> list[BaselinePending]:
+    """Every (task, GPU) whose expert result is on an earlier task version only, ordered by
+    task and GPU; `task` keeps one task (one query)."""
+    evaluations = Evaluation.objects.filter(
+        submission__owner__username=EXPERT_USERNAME,
+        mode="cuda",
+        status__in=sorted(FINISHED_STATUSES),
+        submission__task__current_version__isnull=False,
+    ).exclude(hardware="")
+    if task is not None:
+        evaluations = evaluations.filter(submission__task_id=task.pk)
+    measured: dict[tuple[str, int, str], bool] = {}
+    for slug, number, gpu, on_current in (
+        evaluations.annotate(
+            on_current=ExpressionWrapper(
+                Q(submission__task_version_id=F("submission__task__current_version_id")),
+                output_field=BooleanField(),
+            )
+        )
+        .values_list(
+            "submission__task__slug",
+            "submission__task__current_version__number",
+            "hardware",
+            "on_current",
+        )
+        .distinct()
+    ):
+        key = (slug, number, gpu)
+        measured[key] = measured.get(key, False) or bool(on_current)
+    return [
+        BaselinePending(slug=slug, version=number, gpu=gpu)
+        for (slug, number, gpu), done in sorted(measured.items())
+        if not done
+    ]

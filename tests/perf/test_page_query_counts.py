@@ -25,13 +25,15 @@ pytestmark = pytest.mark.django_db
 PAGES = {
     # version; pairs, catalog size, latest evaluations
     "home": (4, 1),
-    # version; filter choices, run scores, the catalog's task count, expert scores
-    "leaderboard": (5, 1),
+    # version; filter choices, run scores, the catalog's task count, expert scores, the
+    # baselines a new task version lacks
+    "leaderboard": (6, 1),
     # version; filter choices, the pairs with both runs' scores
     "paired": (3, 1),
-    # version; task + version, public workloads, guidance, properties; ranking scores,
-    # their workload results, the expert's timings per GPU; the expert baseline
-    "task": (9, 1),
+    # version; task + version, public workloads, guidance, properties, the current guidance
+    # version; ranking scores, their workload results, the expert's timings per GPU; the
+    # expert baseline; the baselines a new version lacks
+    "task": (11, 1),
     # version; run count, the page's runs, tasks, cells, filter choices
     "matrix": (6, 1),
     # version; the catalog's rows
