@@ -226,6 +226,11 @@ def scoring(request):
     return render(request, "leaderboard/scoring.html")
 
 
+def documents(request):
+    """The index of the project's documents."""
+    return render(request, "leaderboard/documents.html", {"documents": documents_listed()})
+
+
 def document(request, slug: str):
     try:
         doc = document_render(slug=slug)
