@@ -1,4 +1,4 @@
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from runs.selectors import run_get_for_viewer
@@ -14,7 +14,7 @@ from .charts import (
     speedup_distribution_figure,
 )
 from .documents import DocumentNotFound, document_render, documents_listed
-from .filters import Filters, filters_parse
+from .filters import Filters, filters_parse, form_errors
 from .selectors import (
     catalog_size,
     comparison_table,
@@ -47,6 +47,17 @@ def _export(request: HttpRequest) -> str:
     return value if value in EXPORT_FORMATS else ""
 
 
+def _refused(request: HttpRequest, *, form, template: str, context: dict) -> HttpResponse:
+    """A 400 for invalid filters, in the format asked for: JSON `{"detail": …}` for
+    `format=json`, one line of text for `format=csv`, else the page with its form."""
+    export = _export(request)
+    if export == "json":
+        return JsonResponse({"detail": form_errors(form)}, status=400)
+    if export == "csv":
+        return HttpResponse(form_errors(form) + "\n", content_type="text/plain", status=400)
+    return render(request, template, context, status=400)
+
+
 def home(request):
     return render(request, "leaderboard/home.html", versioned(name="home", key="", build=_home))
 
@@ -67,7 +78,9 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=SORT_KEYS)
     if form.errors:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
-        return render(request, "leaderboard/leaderboard.html", context, status=400)
+        return _refused(
+            request, form=form, template="leaderboard/leaderboard.html", context=context
+        )
     if export := _export(request):
         table = versioned(
             name="leaderboard-table",
@@ -100,7 +113,7 @@ def paired(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=PAIR_SORT_KEYS)
     if form.errors:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
-        return render(request, "leaderboard/paired.html", context, status=400)
+        return _refused(request, form=form, template="leaderboard/paired.html", context=context)
     if export := _export(request):
         table = versioned(
             name="paired-table", key=filters.query(), build=lambda: pairs_table(filters=filters)
@@ -177,7 +190,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET)
     if form.errors:
         context = {"form": form, "choices": run_filter_choices()}
-        return render(request, "leaderboard/matrix.html", context, status=400)
+        return _refused(request, form=form, template="leaderboard/matrix.html", context=context)
     if export := _export(request):
         found = task_run_matrix(filters=filters)
         return table_response(table=matrix_table(matrix=found), export=export)
