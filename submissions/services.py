@@ -73,10 +73,10 @@ def submission_source_clean(source: str | bytes, *, size: int | None = None) -> 
     text = text.removeprefix("\ufeff")
     control = _CONTROL.search(text)
     if control is not None:
-        line = text.count("\n", 0, control.start()) + 1
+        where = text.count("\n", 0, control.start()) + 1
         raise ValidationError(
             f"The file is not a Python file: it holds the control character "
-            f"U+{ord(control.group()):04X} on line {line}.",
+            f"U+{ord(control.group()):04X} on line {where}.",
             code="binary",
         )
     if not text.strip():
