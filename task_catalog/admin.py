@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
+from .guidance_text import guidance_diff_rows
 from .models import DesignProperty, Guidance, GuidanceVersion, Task, TaskVersion, Workload
 from .rendering import markdown_render
 from .selectors import guidance_history
@@ -128,7 +129,11 @@ class GuidanceVersionAdmin(admin.ModelAdmin):
         entry = next(e for e in guidance_history(task=obj.task) if e.version.pk == obj.pk)
         return format_html(
             '<pre class="guidance-diff">{}</pre>',
-            format_html_join("\n", '<span class="{}">{}</span>', _diff_rows(entry.diff)),
+            format_html_join(
+                "\n",
+                '<span class="diff-{}">{}</span>',
+                guidance_diff_rows(entry.diff),
+            ),
         )
 
 
@@ -136,12 +141,6 @@ def _task_filter(filters: str) -> str | None:
     """The task id of the list's "by task" filter, e.g. `task__id__exact=3`."""
     values = parse_qs(filters).get("task__id__exact") or [""]
     return values[0] if values[0].isdigit() else None
-
-
-def _diff_rows(lines: list[str]):
-    for line in lines:
-        kind = "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
-        yield (f"diff-{kind}", line)
 
 
 # A stored version's workloads, as the TaskVersion admin shows them.

@@ -104,3 +104,18 @@ def guidance_content_hash(content: dict[str, Any]) -> str:
     """sha256 of the content as sorted, compact JSON: a guidance version's identity."""
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def guidance_diff_rows(lines: list[str]) -> list[tuple[str, str]]:
+    """Each diff line with its kind for display: `head` (file names), `hunk`, `add`,
+    `del` or `ctx`."""
+    rows = []
+    for line in lines:
+        if line.startswith(("--- ", "+++ ")):
+            kind = "head"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        else:
+            kind = {"+": "add", "-": "del"}.get(line[:1], "ctx")
+        rows.append((kind, line))
+    return rows

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from .guidance_text import guidance_diff
+from .guidance_text import guidance_diff, guidance_diff_rows
 from .models import DesignProperty, Guidance, GuidanceVersion, Level, Task, Workload
 
 PUBLIC_WORKLOADS = Q(hidden=False) & ~Q(role=Workload.Role.HIDDEN)
@@ -81,6 +81,10 @@ def guidance_version_current(*, task: Task) -> GuidanceVersion | None:
 class GuidanceHistoryEntry:
     version: GuidanceVersion
     diff: list[str]
+
+    @property
+    def rows(self) -> list[tuple[str, str]]:
+        return guidance_diff_rows(self.diff)
 
 
 def guidance_history(*, task: Task) -> list[GuidanceHistoryEntry]:
