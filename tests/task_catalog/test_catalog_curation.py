@@ -120,7 +120,16 @@ def test_the_command_queues_the_re_measure_on_the_gpus_pool_until_it_is_measured
 
 
 def test_the_command_skips_a_gpu_without_a_pool_and_refuses_an_unknown_pool(task, new_version):
-    assert f"no pool {FIXTURE_GPU!r}" in _queue()
+    assert f"skipped: no pool {FIXTURE_GPU!r}" in _queue()
     assert not Evaluation.objects.filter(status="queued").exists()
     with pytest.raises(CommandError, match="No pool 'NVIDIA B300'"):
         _queue("--hardware", "NVIDIA B300")
+
+
+def test_a_named_task_is_queued_on_a_named_pool_even_when_nothing_is_pending(task, settings):
+    settings.D2K_HARDWARE_POOLS = ["NVIDIA H200"]
+    out = _queue("--task", "row_softmax", "--hardware", "NVIDIA H200")
+    assert "row_softmax: queued" in out
+    assert Evaluation.objects.get(status="queued").target_hardware == "NVIDIA H200"
+    with pytest.raises(CommandError, match="Unknown task"):
+        _queue("--task", "nope")

@@ -22,22 +22,16 @@ class Command(BaseCommand):
         pools = {p.strip() for p in settings.D2K_HARDWARE_POOLS} | {settings.D2K_DEFAULT_HARDWARE}
         if hardware and hardware not in pools:
             raise CommandError(f"No pool {hardware!r}: D2K_HARDWARE_POOLS names {sorted(pools)}.")
-        wanted = [(p.slug, p.gpu) for p in baselines_pending() if hardware in ("", p.gpu)]
-        if task:
-            wanted = [(slug, gpu) for slug, gpu in wanted if slug in task]
-            if hardware:
-                wanted = sorted({*wanted, *((slug, hardware) for slug in task)})
-        tasks = {t.slug: t for t in Task.objects.filter(slug__in={slug for slug, _ in wanted})}
-        unknown = sorted(
-            set(task) - set(Task.objects.filter(slug__in=task).values_list("slug", flat=True))
-        )
-        if unknown:
+        tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
+        if unknown := sorted(set(task) - set(tasks)):
             raise CommandError(f"Unknown task(s): {', '.join(unknown)}.")
-        for slug, gpu in wanted:
+        wanted = {(p.slug, p.gpu) for p in baselines_pending() if hardware in ("", p.gpu)}
+        if task:
+            wanted = {(slug, gpu) for slug, gpu in wanted if slug in task}
+            wanted |= {(slug, hardware) for slug in task if hardware}
+        for slug, gpu in sorted(wanted):
             if gpu not in pools:
-                self.stdout.write(
-                    f"{slug}: skipped: no pool {gpu!r} (add it to D2K_HARDWARE_POOLS)"
-                )
-                continue
-            self.stdout.write(str(expert_remeasure_queue(task=tasks[slug], hardware=gpu)))
+                self.stdout.write(f"{slug}: skipped: no pool {gpu!r} (see D2K_HARDWARE_POOLS)")
+            else:
+                self.stdout.write(str(expert_remeasure_queue(task=tasks[slug], hardware=gpu)))
         self.stdout.write(self.style.SUCCESS(f"{len(wanted)} baseline(s) to re-measure"))
