@@ -37,7 +37,8 @@ class Run(BaseModel):
         default=dict,
         blank=True,
         help_text='The guidance each task was given: {task slug: {"sha256", "number", "from"}}, '
-        '"from" being "prompt" (the manifest\'s prompt_sha256) or "upload" (current at upload).',
+        '"from" being "prompt" or "manifest" (the manifest\'s prompt_sha256 or guidance_sha256) '
+        'or "upload" (current at upload).',
     )
     is_public = models.BooleanField(
         default=False, help_text="Private (owner and staff only) until the owner publishes it."

@@ -22,8 +22,8 @@ from runs.traces import trace_pack, trace_summarize
 from submissions.models import Submission
 from submissions.services import submission_create
 from task_catalog.models import Task
-from task_catalog.prompts import task_prompt, task_prompt_match
-from task_catalog.selectors import task_get_public
+from task_catalog.prompts import GuidanceGiven, task_prompt, task_prompt_match
+from task_catalog.selectors import guidance_version_by_hash, task_get_public
 
 
 class BundleRejected(Exception):
@@ -123,43 +123,64 @@ def _guidance_given(
     *, manifest: Manifest, slugs: set[str]
 ) -> tuple[dict[str, dict[str, object]], list[BundleError]]:
     """The guidance version each task of the bundle was given, and the manifest's
-    `prompt_sha256` entries that match no prompt this portal serves or served.
+    `prompt_sha256` and `guidance_sha256` entries that name nothing this portal serves or
+    served.
 
-    A recorded prompt names its guidance version (the current one or an earlier one);
-    a task without one is recorded with the guidance current at upload.
+    A recorded prompt names its guidance version (the current one or an earlier one), and
+    so does a recorded guidance hash; a task with neither is recorded with the guidance
+    current at upload.
     """
     given: dict[str, dict[str, object]] = {}
     errors = []
-    for slug in sorted(slugs | set(manifest.prompt_sha256)):
+    named = set(manifest.prompt_sha256) | set(manifest.guidance_sha256)
+    for slug in sorted(slugs | named):
         task = task_get_public(slug=slug)
         if task is None:
-            errors.append(BundleError(MANIFEST, None, f"prompt_sha256: unknown task {slug!r}."))
+            key = "prompt_sha256" if slug in manifest.prompt_sha256 else "guidance_sha256"
+            errors.append(BundleError(MANIFEST, None, f"{key}: unknown task {slug!r}."))
             continue
-        recorded = manifest.prompt_sha256.get(slug)
-        prompt = (
-            task_prompt(task=task, levels=manifest.levels)
-            if recorded is None
-            else task_prompt_match(task=task, levels=manifest.levels, sha256=recorded)
-        )
+        entry, error = _guidance_of(task=task, manifest=manifest)
+        if error:
+            errors.append(BundleError(MANIFEST, None, error))
+        else:
+            given[slug] = entry
+    return given, errors
+
+
+def _guidance_of(*, task: Task, manifest: Manifest) -> tuple[dict[str, object], str]:
+    """One task's entry of `Run.guidance_versions`, or the sentence refusing the manifest."""
+    slug = task.slug
+    recorded_prompt = manifest.prompt_sha256.get(slug)
+    recorded = manifest.guidance_sha256.get(slug)
+    if recorded_prompt is not None:
+        prompt = task_prompt_match(task=task, levels=manifest.levels, sha256=recorded_prompt)
         if prompt is None:
             current = task_prompt(task=task, levels=manifest.levels)
-            errors.append(
-                BundleError(
-                    MANIFEST,
-                    None,
-                    f"prompt_sha256.{slug}: {recorded} is not a prompt this portal serves for "
-                    f"{slug} v{current.version} with levels {current.condition} "
-                    f"({current.sha256} now, or one with an earlier guidance version); "
-                    "the agent saw another task version or other guidance.",
-                )
+            return {}, (
+                f"prompt_sha256.{slug}: {recorded_prompt} is not a prompt this portal serves "
+                f"for {slug} v{current.version} with levels {current.condition} "
+                f"({current.sha256} now, or one with an earlier guidance version); "
+                "the agent saw another task version or other guidance."
             )
-            continue
-        given[slug] = {
-            "sha256": prompt.guidance.sha256,
-            "number": prompt.guidance.number,
-            "from": "upload" if recorded is None else "prompt",
-        }
-    return given, errors
+        if recorded is not None and recorded != prompt.guidance.sha256:
+            return {}, (
+                f"guidance_sha256.{slug}: {recorded} is not the guidance of the prompt "
+                f"recorded in prompt_sha256 ({prompt.guidance.sha256})."
+            )
+        guidance, source = prompt.guidance, "prompt"
+    else:
+        guidance, source = task_prompt(task=task, levels=manifest.levels).guidance, "upload"
+        if recorded is not None and recorded != guidance.sha256:
+            version = guidance_version_by_hash(task=task, sha256=recorded)
+            if version is None:
+                return {}, (
+                    f"guidance_sha256.{slug}: {recorded} names no guidance version of {slug} "
+                    f"(the current one is {guidance.sha256})."
+                )
+            guidance = GuidanceGiven(sha256=version.content_hash, number=version.number)
+        if recorded is not None:
+            source = "manifest"
+    return {"sha256": guidance.sha256, "number": guidance.number, "from": source}, ""
 
 
 def _run_store(

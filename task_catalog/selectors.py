@@ -77,6 +77,13 @@ def guidance_version_current(*, task: Task) -> GuidanceVersion | None:
     return GuidanceVersion.objects.filter(task=task).order_by("-number").first()
 
 
+def guidance_version_by_hash(*, task: Task, sha256: str) -> GuidanceVersion | None:
+    """The newest guidance version of the task with that content hash."""
+    return (
+        GuidanceVersion.objects.filter(task=task, content_hash=sha256).order_by("-number").first()
+    )
+
+
 @dataclass(frozen=True)
 class GuidanceHistoryEntry:
     version: GuidanceVersion

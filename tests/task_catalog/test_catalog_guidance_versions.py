@@ -236,3 +236,43 @@ def test_a_run_without_prompt_hashes_records_the_guidance_current_at_upload(
     assert run.guidance_versions == {
         "row_softmax": {"sha256": current.content_hash, "number": 1, "from": "upload"}
     }
+
+
+def _upload_with(uploader, **keys):
+    files = good_files(levels=("L1",))
+    files["manifest.json"] = json.dumps({**json.loads(manifest(levels=["L1"])), **keys})
+    bundle = SimpleUploadedFile("run.zip", make_zip(files), content_type="application/zip")
+    return uploader.post("/api/runs/", {"bundle": bundle}, format="multipart")
+
+
+def test_a_manifest_may_name_the_guidance_version_itself(
+    client, task, admin_user, uploader, fake_cli
+):
+    v1 = task.guidance_versions.get().content_hash
+    client.force_login(admin_user)
+    _edit_in_admin(client, task, "L1", EDIT)
+
+    response = _upload_with(uploader, guidance_sha256={"row_softmax": v1})
+
+    assert response.status_code == 201, response.json()
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.guidance_versions["row_softmax"] == {"sha256": v1, "number": 1, "from": "manifest"}
+    assert "from the manifest" in client.get(f"/runs/{run.pk}/").content.decode()
+
+
+@pytest.mark.parametrize("which", ["unknown hash", "disagrees with the prompt", "unknown task"])
+def test_a_guidance_hash_that_names_no_version_is_a_400(client, task, uploader, fake_cli, which):
+    prompt = client.get("/api/tasks/row_softmax/prompt/?levels=L1").json()
+    keys = {
+        "unknown hash": {"guidance_sha256": {"row_softmax": "0" * 64}},
+        "disagrees with the prompt": {
+            "prompt_sha256": {"row_softmax": prompt["sha256"]},
+            "guidance_sha256": {"row_softmax": "1" * 64},
+        },
+        "unknown task": {"guidance_sha256": {"gemm_bf16": "0" * 64}},
+    }[which]
+    response = _upload_with(uploader, **keys)
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert error["file"] == "manifest.json" and "guidance_sha256" in error["message"]
+    assert not Run.objects.exists()
