@@ -276,3 +276,20 @@ def test_a_guidance_hash_that_names_no_version_is_a_400(client, task, uploader, 
     [error] = response.json()["errors"]
     assert error["file"] == "manifest.json" and "guidance_sha256" in error["message"]
     assert not Run.objects.exists()
+
+
+def test_a_new_guidance_version_renews_the_cached_task_page(client, task):
+    from scoring.selectors import scores_version
+
+    before = scores_version()
+    version = task.guidance_versions.get()
+    GuidanceVersion.objects.create(
+        task=task,
+        number=2,
+        content_hash=version.content_hash,
+        content=version.content,
+        source=GuidanceVersion.Source.DISK,
+    )
+    assert scores_version() != before
+    page = client.get(reverse("task_catalog:detail", args=[task.slug])).content.decode()
+    assert "Guidance version <strong>v2</strong>" in page
