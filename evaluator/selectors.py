@@ -14,14 +14,32 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Max, OuterRef, Prefetch, Subquery
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    Max,
+    OuterRef,
+    Prefetch,
+    Q,
+    Subquery,
+)
 from django.utils import timezone
 
 from accounts.models import User
 from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
-from evaluator.models import Evaluation, EvaluationStatus, WorkerBeat, WorkloadResult
+from evaluator.models import (
+    EXPERT_USERNAME,
+    FINISHED_STATUSES,
+    Evaluation,
+    EvaluationStatus,
+    WorkerBeat,
+    WorkloadResult,
+)
 from evaluator.services.pools import pool_queue
 from submissions.models import Submission
+from task_catalog.models import Task
 
 RESULT_FIELDS = (
     "name",
@@ -275,3 +293,50 @@ def worker_pools_seen(*, now: datetime | None = None) -> list[PoolSeen]:
         if hardware not in served
     ]
     return pools
+
+
+@dataclass(frozen=True)
+class BaselinePending:
+    """A GPU where the expert was measured on an earlier version of a task but not yet on
+    its current one: the task's baseline and "of expert" figures there are missing until
+    the expert is re-measured (`manage.py queue_expert_baselines`)."""
+
+    slug: str
+    version: int
+    gpu: str
+
+
+def baselines_pending(*, task: Task | None = None) -> list[BaselinePending]:
+    """Every (task, GPU) whose expert result is on an earlier task version only, ordered by
+    task and GPU; `task` keeps one task (one query)."""
+    evaluations = Evaluation.objects.filter(
+        submission__owner__username=EXPERT_USERNAME,
+        mode="cuda",
+        status__in=sorted(FINISHED_STATUSES),
+        submission__task__current_version__isnull=False,
+    ).exclude(hardware="")
+    if task is not None:
+        evaluations = evaluations.filter(submission__task_id=task.pk)
+    measured: dict[tuple[str, int, str], bool] = {}
+    for slug, number, gpu, on_current in (
+        evaluations.annotate(
+            on_current=ExpressionWrapper(
+                Q(submission__task_version_id=F("submission__task__current_version_id")),
+                output_field=BooleanField(),
+            )
+        )
+        .values_list(
+            "submission__task__slug",
+            "submission__task__current_version__number",
+            "hardware",
+            "on_current",
+        )
+        .distinct()
+    ):
+        key = (slug, number, gpu)
+        measured[key] = measured.get(key, False) or bool(on_current)
+    return [
+        BaselinePending(slug=slug, version=number, gpu=gpu)
+        for (slug, number, gpu), done in sorted(measured.items())
+        if not done
+    ]

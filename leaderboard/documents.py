@@ -17,16 +17,23 @@ from django.utils.safestring import SafeString, mark_safe
 
 from task_catalog.rendering import PYGMENTS_CSS_CLASS, SAFE_ATTRIBUTES
 
-# slug -> (file under docs/, title in the navigation)
+# slug -> (file under docs/, title in the navigation): every docs/*.md, in the order a
+# reader needs them (tests/leaderboard/test_documents.py holds the list to the folder).
+# docs/lab/ is the lab notebook and is never served.
 DOCUMENTS = {
     "evaluator": ("evaluator.md", "How submissions are evaluated"),
     "exploits": ("exploits.md", "Exploits and their verdicts"),
-    "benchmarks": ("benchmarks.md", "Measured on the GPU"),
-    "run-format": ("run-format.md", "Run bundles and agent traces"),
     "scores": ("scores.md", "How runs are scored"),
+    "run-format": ("run-format.md", "Run bundles and agent traces"),
+    "client": ("client.md", "The d2k client"),
+    "task-format": ("task-format.md", "Task package format"),
     "baselines": ("baselines.md", "Expert baselines on the GPU"),
+    "benchmarks": ("benchmarks.md", "Measured on the GPU"),
     "architecture": ("architecture.md", "How the portal is built"),
     "deploy": ("deploy.md", "Deploying the portal"),
+    "operations": ("operations.md", "Operations: evaluations as durable jobs"),
+    "settings": ("settings.md", "Settings"),
+    "security": ("security.md", "Security: the threat model"),
 }
 _EXTENSIONS = ["fenced_code", "tables", "sane_lists", "toc", "codehilite"]
 _CONFIG = {

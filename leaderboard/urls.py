@@ -13,5 +13,6 @@ urlpatterns = [
     path("leaderboard/compare/", views.compare, name="compare"),
     path("leaderboard/hacks/", views.hacks, name="hacks"),
     path("scoring/", views.scoring, name="scoring"),
+    path("docs/", views.documents, name="documents"),
     path("docs/<slug:slug>/", views.document, name="document"),
 ]

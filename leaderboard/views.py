@@ -1,4 +1,4 @@
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 
 from runs.selectors import catalog_version_current, run_get_for_viewer
@@ -14,7 +14,7 @@ from .charts import (
     speedup_distribution_figure,
 )
 from .documents import DocumentNotFound, document_render, documents_listed
-from .filters import FilterForm, Filters, filters_parse
+from .filters import FilterForm, Filters, filters_parse, form_errors
 from .paper import PAPER_SCORES, paper_table, table_latex
 from .selectors import (
     catalog_size,
@@ -41,12 +41,24 @@ from .selectors.board import (
 )
 from .selectors.breakdowns import leaderboard_breakdowns
 from .selectors.entries import board_scope
+from .selectors.experts import baselines_pending
 from .tables import EXPORT_FORMATS, table_headers, table_response
 
 
 def _export(request: HttpRequest) -> str:
     value = request.GET.get("format", "")
     return value if value in EXPORT_FORMATS else ""
+
+
+def _refused(request: HttpRequest, *, form, template: str, context: dict) -> HttpResponse:
+    """A 400 for invalid filters, in the format asked for: JSON `{"detail": …}` for
+    `format=json`, one line of text for `format=csv`, else the page with its form."""
+    export = _export(request)
+    if export == "json":
+        return JsonResponse({"detail": form_errors(form)}, status=400)
+    if export == "csv":
+        return HttpResponse(form_errors(form) + "\n", content_type="text/plain", status=400)
+    return render(request, template, context, status=400)
 
 
 def home(request):
@@ -77,7 +89,9 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=SORT_KEYS)
     if form.errors:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
-        return render(request, "leaderboard/leaderboard.html", context, status=400)
+        return _refused(
+            request, form=form, template="leaderboard/leaderboard.html", context=context
+        )
     if export := _export(request):
         table = versioned(
             name="leaderboard-table",
@@ -104,6 +118,7 @@ def _board(asked: Filters) -> dict:
         "headers": table_headers(columns=PAGE_COLUMNS, filters=filters, default=DEFAULT_SORT),
         "score_keys": [c.key for c in SCORE_COLUMNS],
         "figure": level_scores_figure(rows=chart) if chart else None,
+        "pending": _pending_by_gpu(hardware=filters.hardware),
     }
     board = fragment(template="leaderboard/_board.html", context=context)
     return {"choices": run_filter_choices(), "board": board, "scope": filters}
@@ -113,7 +128,7 @@ def paired(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET, sort_keys=PAIR_SORT_KEYS)
     if form.errors:
         context = {"form": form, "filters": filters, "choices": run_filter_choices()}
-        return render(request, "leaderboard/paired.html", context, status=400)
+        return _refused(request, form=form, template="leaderboard/paired.html", context=context)
     if export := _export(request):
         table = versioned(
             name="paired-table",
@@ -238,6 +253,16 @@ def _scoped(form: FilterForm, scope: Filters) -> FilterForm:
     return scoped
 
 
+def _pending_by_gpu(*, hardware: str) -> list[tuple[str, list]]:
+    """GPUs where a task's new version still lacks its expert baseline: the reference
+    row there leaves those tasks out until the expert is re-measured."""
+    by_gpu: dict[str, list] = {}
+    for item in baselines_pending():
+        if not hardware or item.gpu == hardware:
+            by_gpu.setdefault(item.gpu, []).append(item)
+    return sorted(by_gpu.items())
+
+
 def _by_gpu(rows, references) -> list[dict]:
     groups: dict[str, dict] = {}
     for ref in references:
@@ -267,7 +292,7 @@ def matrix(request: HttpRequest) -> HttpResponse:
     filters, form = filters_parse(request.GET)
     if form.errors:
         context = {"form": form, "choices": run_filter_choices()}
-        return render(request, "leaderboard/matrix.html", context, status=400)
+        return _refused(request, form=form, template="leaderboard/matrix.html", context=context)
     if export := _export(request):
         found = task_run_matrix(filters=filters)
         return table_response(table=matrix_table(matrix=found), export=export)
@@ -314,6 +339,11 @@ def hacks(request: HttpRequest) -> HttpResponse:
 
 def scoring(request):
     return render(request, "leaderboard/scoring.html")
+
+
+def documents(request):
+    """The index of the project's documents."""
+    return render(request, "leaderboard/documents.html", {"documents": documents_listed()})
 
 
 def document(request, slug: str):

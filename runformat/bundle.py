@@ -73,6 +73,8 @@ class Manifest:
     example: bool
     # Task slug -> sha256 of the task prompt the agent was given (optional).
     prompt_sha256: dict[str, str] = field(default_factory=dict)
+    # Task slug -> sha256 of the guidance version the agent was given (optional).
+    guidance_sha256: dict[str, str] = field(default_factory=dict)
 
     @property
     def condition(self) -> str:
@@ -166,6 +168,7 @@ def _manifest_parse(text: str) -> tuple[Manifest | None, list[BundleError]]:
         notes=data.get("notes", ""),
         example=data.get("example", False),
         prompt_sha256=dict(data.get("prompt_sha256", {})),
+        guidance_sha256=dict(data.get("guidance_sha256", {})),
     )
     blank = [k for k in ("model", "agent", "hardware") if not getattr(manifest, k)]
     return manifest, [BundleError(MANIFEST, None, f"{k}: must not be blank.") for k in blank]

@@ -33,6 +33,13 @@ class Run(BaseModel):
         max_length=16, help_text="Digest of the catalog's task versions at upload."
     )
     notes = models.TextField(blank=True)
+    guidance_versions = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The guidance each task was given: {task slug: {"sha256", "number", "from"}}, '
+        '"from" being "prompt" or "manifest" (the manifest\'s prompt_sha256 or guidance_sha256) '
+        'or "upload" (current at upload).',
+    )
     is_public = models.BooleanField(
         default=False, help_text="Private (owner and staff only) until the owner publishes it."
     )

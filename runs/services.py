@@ -29,8 +29,8 @@ from submissions.models import Submission
 from submissions.quotas import quota_check_upload
 from submissions.services import submission_create
 from task_catalog.models import Task
-from task_catalog.prompts import task_prompt
-from task_catalog.selectors import task_get_public
+from task_catalog.prompts import GuidanceGiven, task_prompt, task_prompt_match
+from task_catalog.selectors import guidance_version_by_hash, task_get_public
 
 
 class BundleRejected(Exception):
@@ -77,7 +77,8 @@ def run_create_from_bundle(
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
     if not bundle.ok or bundle.manifest is None:
         raise BundleRejected(bundle.errors)
-    prompt_errors = _prompt_hash_errors(bundle.manifest)
+    slugs = {*bundle.kernels, *bundle.traces, *bundle.proposals}
+    guidance, prompt_errors = _guidance_given(manifest=bundle.manifest, slugs=slugs)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
     if enforce_quota:
@@ -85,7 +86,13 @@ def run_create_from_bundle(
     written: list[str] = []
     try:
         with transaction.atomic():
-            run = _run_store(owner=owner, bundle=bundle, is_public=is_public, example=is_example)
+            run = _run_store(
+                owner=owner,
+                bundle=bundle,
+                guidance=guidance,
+                is_public=is_public,
+                example=is_example,
+            )
             for slug, text in sorted(bundle.proposals.items()):
                 proposal = Proposal(run=run, task=tasks[slug], text=text)
                 proposal.full_clean(exclude=["run", "task"])
@@ -119,29 +126,78 @@ def run_create_from_bundle(
     return run
 
 
-def _prompt_hash_errors(manifest: Manifest) -> list[BundleError]:
-    """The manifest's `prompt_sha256` entries that differ from the prompt served now."""
+def _guidance_given(
+    *, manifest: Manifest, slugs: set[str]
+) -> tuple[dict[str, dict[str, object]], list[BundleError]]:
+    """The guidance version each task of the bundle was given, and the manifest's
+    `prompt_sha256` and `guidance_sha256` entries that name nothing this portal serves or
+    served.
+
+    A recorded prompt names its guidance version (the current one or an earlier one), and
+    so does a recorded guidance hash; a task with neither is recorded with the guidance
+    current at upload.
+    """
+    given: dict[str, dict[str, object]] = {}
     errors = []
-    for slug, recorded in sorted(manifest.prompt_sha256.items()):
+    named = set(manifest.prompt_sha256) | set(manifest.guidance_sha256)
+    for slug in sorted(slugs | named):
         task = task_get_public(slug=slug)
         if task is None:
-            errors.append(BundleError(MANIFEST, None, f"prompt_sha256: unknown task {slug!r}."))
+            key = "prompt_sha256" if slug in manifest.prompt_sha256 else "guidance_sha256"
+            errors.append(BundleError(MANIFEST, None, f"{key}: unknown task {slug!r}."))
             continue
-        prompt = task_prompt(task=task, levels=manifest.levels)
-        if prompt.sha256 != recorded:
-            errors.append(
-                BundleError(
-                    MANIFEST,
-                    None,
-                    f"prompt_sha256.{slug}: {recorded} is not the prompt this portal serves for "
-                    f"{slug} v{prompt.version} with levels {prompt.condition} ({prompt.sha256}); "
-                    "the agent saw another task version or other guidance.",
-                )
+        entry, error = _guidance_of(task=task, manifest=manifest)
+        if error:
+            errors.append(BundleError(MANIFEST, None, error))
+        else:
+            given[slug] = entry
+    return given, errors
+
+
+def _guidance_of(*, task: Task, manifest: Manifest) -> tuple[dict[str, object], str]:
+    """One task's entry of `Run.guidance_versions`, or the sentence refusing the manifest."""
+    slug = task.slug
+    recorded_prompt = manifest.prompt_sha256.get(slug)
+    recorded = manifest.guidance_sha256.get(slug)
+    if recorded_prompt is not None:
+        prompt = task_prompt_match(task=task, levels=manifest.levels, sha256=recorded_prompt)
+        if prompt is None:
+            current = task_prompt(task=task, levels=manifest.levels)
+            return {}, (
+                f"prompt_sha256.{slug}: {recorded_prompt} is not a prompt this portal serves "
+                f"for {slug} v{current.version} with levels {current.condition} "
+                f"({current.sha256} now, or one with an earlier guidance version); "
+                "the agent saw another task version or other guidance."
             )
-    return errors
+        if recorded is not None and recorded != prompt.guidance.sha256:
+            return {}, (
+                f"guidance_sha256.{slug}: {recorded} is not the guidance of the prompt "
+                f"recorded in prompt_sha256 ({prompt.guidance.sha256})."
+            )
+        guidance, source = prompt.guidance, "prompt"
+    else:
+        guidance, source = task_prompt(task=task, levels=manifest.levels).guidance, "upload"
+        if recorded is not None and recorded != guidance.sha256:
+            version = guidance_version_by_hash(task=task, sha256=recorded)
+            if version is None:
+                return {}, (
+                    f"guidance_sha256.{slug}: {recorded} names no guidance version of {slug} "
+                    f"(the current one is {guidance.sha256})."
+                )
+            guidance = GuidanceGiven(sha256=version.content_hash, number=version.number)
+        if recorded is not None:
+            source = "manifest"
+    return {"sha256": guidance.sha256, "number": guidance.number, "from": source}, ""
 
 
-def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -> Run:
+def _run_store(
+    *,
+    owner: User,
+    bundle: Bundle,
+    guidance: dict[str, dict[str, object]],
+    is_public: bool,
+    example: bool,
+) -> Run:
     manifest = bundle.manifest
     assert manifest is not None
     run = Run(
@@ -154,6 +210,7 @@ def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -
         hardware=manifest.hardware,
         catalog_version=catalog_version_pin(),
         notes=manifest.notes,
+        guidance_versions=guidance,
         is_public=is_public,
         is_example=example or manifest.example,
         state=RunState.RECEIVING,

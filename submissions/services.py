@@ -29,6 +29,17 @@ _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 MAX_LINE_CHARS = 10_000
+# Archives and compressed files someone may pick instead of the kernel (magic numbers).
+_ARCHIVES = (
+    (b"PK\x03\x04", "zip archive"),
+    (b"PK\x05\x06", "zip archive"),
+    (b"\x1f\x8b", "gzip file"),
+    (b"BZh", "bzip2 file"),
+    (b"\xfd7zXZ\x00", "xz file"),
+    (b"7z\xbc\xaf\x27\x1c", "7-zip archive"),
+)
+# C0 controls but tab, newline, form feed and carriage return: no source file holds them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
 def submission_source_clean(source: str | bytes, *, size: int | None = None) -> str:
@@ -44,6 +55,13 @@ def submission_source_clean(source: str | bytes, *, size: int | None = None) -> 
         raise ValidationError(
             too_large_message(what="The file", size=size, limit=limit), code="too_large"
         )
+    for signature, kind in _ARCHIVES:
+        if raw.startswith(signature):
+            raise ValidationError(
+                f"The file is a {kind}, not a Python file: upload the kernel's .py file "
+                "(a run's zip bundle is uploaded on /runs/new/ or with `d2k submit-run`).",
+                code="binary",
+            )
     if b"\x00" in raw:
         raise ValidationError("The file looks binary; upload a Python source file.", code="binary")
     try:
@@ -53,6 +71,14 @@ def submission_source_clean(source: str | bytes, *, size: int | None = None) -> 
             f"The file is not UTF-8 text (invalid byte at offset {exc.start}).", code="not_utf8"
         ) from exc
     text = text.removeprefix("\ufeff")
+    control = _CONTROL.search(text)
+    if control is not None:
+        where = text.count("\n", 0, control.start()) + 1
+        raise ValidationError(
+            f"The file is not a Python file: it holds the control character "
+            f"U+{ord(control.group()):04X} on line {where}.",
+            code="binary",
+        )
     if not text.strip():
         raise ValidationError("The file is empty.", code="empty")
     for number, line in enumerate(text.splitlines(), start=1):

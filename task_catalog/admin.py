@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 
-from .models import DesignProperty, Guidance, Task, TaskVersion, Workload
+from .guidance_text import guidance_diff_rows
+from .models import DesignProperty, Guidance, GuidanceVersion, Task, TaskVersion, Workload
 from .rendering import markdown_render
+from .selectors import guidance_history
 from .services import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
+    guidance_version_record,
     task_version_update,
     task_version_validate,
 )
@@ -52,9 +62,85 @@ class TaskAdmin(admin.ModelAdmin):
     list_filter = ["category"]
     search_fields = ["slug", "title"]
     # The current version moves only through load_catalog or a new version (TaskVersion admin).
-    readonly_fields = ["current_version", "created_at", "updated_at"]
+    readonly_fields = [
+        "current_version",
+        "new_version",
+        "guidance_versions",
+        "created_at",
+        "updated_at",
+    ]
     fields = ["slug", "title", "category", "position", "statement", *readonly_fields]
     inlines = [GuidanceInline, DesignPropertyInline]
+
+    def get_list_display(self, request):
+        return [*self.list_display, "new_version"]
+
+    @admin.display(description="New version")
+    def new_version(self, obj: Task):
+        if obj.pk is None:
+            return "—"
+        url = reverse("admin:task_catalog_taskversion_add")
+        return format_html(
+            '<a href="{}?task={}">Add a version from v{}</a>',
+            url,
+            obj.pk,
+            obj.current_version.number if obj.current_version else "—",
+        )
+
+    @admin.display(description="Guidance versions")
+    def guidance_versions(self, obj: Task):
+        if obj.pk is None:
+            return "—"
+        url = reverse("admin:task_catalog_guidanceversion_changelist")
+        return format_html('<a href="{}?task__id__exact={}">History with diffs</a>', url, obj.pk)
+
+    def save_related(self, request, form, formsets, change):
+        # Guidance and properties are the inlines: snapshot them once all are saved.
+        super().save_related(request, form, formsets, change)
+        version, made = guidance_version_record(
+            task=form.instance, source=GuidanceVersion.Source.ADMIN, author=request.user
+        )
+        if made:
+            self.message_user(
+                request, f"Saved as guidance v{version.number} ({version.short_hash})."
+            )
+
+
+@admin.register(GuidanceVersion)
+class GuidanceVersionAdmin(admin.ModelAdmin):
+    """Guidance versions are a record: shown with their diff, never edited or deleted."""
+
+    list_display = ["__str__", "task", "number", "short_hash", "source", "author", "created_at"]
+    list_filter = ["task", "source"]
+    fields = ("task", "number", "content_hash", "source", "author", "created_at", "diff")
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Diff against the version before")
+    def diff(self, obj: GuidanceVersion):
+        entry = next(e for e in guidance_history(task=obj.task) if e.version.pk == obj.pk)
+        return format_html(
+            '<pre class="guidance-diff">{}</pre>',
+            format_html_join(
+                "\n",
+                '<span class="diff-{}">{}</span>',
+                guidance_diff_rows(entry.diff),
+            ),
+        )
+
+
+def _task_filter(filters: str) -> str | None:
+    """The task id of the list's "by task" filter, e.g. `task__id__exact=3`."""
+    values = parse_qs(filters).get("task__id__exact") or [""]
+    return values[0] if values[0].isdigit() else None
 
 
 # A stored version's workloads, as the TaskVersion admin shows them.
@@ -144,6 +230,22 @@ class TaskVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """A new version is always made from a task's current one: opened without
+        `?task=`, the task comes from the list's filter, or the curator picks it first."""
+        if request.method == "GET" and not request.GET.get("task"):
+            task_id = _task_filter(request.GET.get("_changelist_filters", ""))
+            if task_id is not None:
+                return HttpResponseRedirect(f"{request.path}?{urlencode({'task': task_id})}")
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "Add task version: choose the task",
+                "tasks": Task.objects.select_related("current_version").order_by("slug"),
+            }
+            return TemplateResponse(request, "admin/task_catalog/choose_task.html", context)
+        return super().add_view(request, form_url, extra_context)
 
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is not None else []

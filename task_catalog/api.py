@@ -159,6 +159,16 @@ class TaskPromptSerializer(serializers.Serializer):
         help_text="sha256 of `text` (UTF-8): what a run manifest's `prompt_sha256` records."
     )
     text = serializers.CharField(help_text="The prompt, markdown.")
+    guidance_sha256 = serializers.CharField(
+        source="guidance.sha256",
+        help_text="sha256 of the task's guidance version (guidance texts and design "
+        "properties): what a run records as the guidance it was given.",
+    )
+    guidance_version = serializers.IntegerField(
+        source="guidance.number",
+        allow_null=True,
+        help_text="The guidance version's number (the task page's guidance history).",
+    )
 
 
 class TaskPromptAPI(APIView):

@@ -2,9 +2,12 @@
 
 What is *measured* (reference, tolerances, forbidden ops, workloads) lives on
 `TaskVersion` and never changes once a result points at it: an edit makes a new
-version. What is *read* (statement, guidance, design properties) lives on `Task`.
+version. What is *read* (statement, guidance, design properties) lives on `Task`;
+guidance and design properties are the benchmark's treatment variable, so every
+change to them is also kept as a `GuidanceVersion` (a snapshot with its hash).
 """
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -177,3 +180,46 @@ class DesignProperty(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.task_id and self.task.slug}:{self.key}"
+
+
+class GuidanceVersion(BaseModel):
+    """One state of a task's guidance texts and design properties, kept for good.
+
+    A snapshot is made whenever either changes, from the admin or from disk
+    (`load_catalog`); `content_hash` is what a run records as the guidance it was
+    given. The newest version is the task's current guidance.
+    """
+
+    class Source(models.TextChoices):
+        ADMIN = "admin", "edited in the admin"
+        DISK = "disk", "loaded from disk (load_catalog)"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="guidance_versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64, db_index=True)
+    # {"guidance": [{level, text, depends_on}], "properties": [{key, level, title, …}]}
+    content = models.JSONField()
+    source = models.CharField(max_length=8, choices=Source.choices)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The admin who saved it; empty for a load from disk.",
+    )
+
+    class Meta:
+        ordering = ["task", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "number"], name="guidanceversion_unique_number"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id and self.task.slug} guidance v{self.number}"
+
+    @property
+    def short_hash(self) -> str:
+        return self.content_hash[:12]

@@ -16,8 +16,9 @@ from typing import Any
 
 from runformat import manifest_condition
 
-from .models import Level, Task
-from .selectors import task_public_workloads
+from .guidance_text import PROPERTY_FIELDS, guidance_content_build, guidance_content_hash
+from .models import GuidanceVersion, Level, Task
+from .selectors import guidance_version_current, task_public_workloads
 
 GUIDANCE_HEADING = "## Design guidance"
 
@@ -37,12 +38,22 @@ must return the same outputs (shape, dtype, device) within the tolerances below.
 
 
 @dataclass(frozen=True)
+class GuidanceGiven:
+    """The guidance version a prompt carries: its hash, and its number where the
+    portal has recorded that content as a version."""
+
+    sha256: str
+    number: int | None
+
+
+@dataclass(frozen=True)
 class TaskPrompt:
     slug: str
     version: int
     content_hash: str
     levels: tuple[str, ...]
     text: str
+    guidance: GuidanceGiven
 
     @property
     def condition(self) -> str:
@@ -119,11 +130,37 @@ def prompt_render(
     return common + "\n" + "\n\n".join([GUIDANCE_HEADING, *sections]) + "\n"
 
 
-def task_prompt(*, task: Task, levels: Iterable[str]) -> TaskPrompt:
-    """The prompt of `task` (as `task_get_public` loads it) with the guidance of `levels`."""
+def task_guidance_current(*, task: Task) -> GuidanceGiven:
+    """The guidance `task` (as `task_get_public` loads it) holds now, as a version."""
+    content = guidance_content_build(
+        guidance=(
+            {"level": g.level, "text": g.text, "depends_on": g.depends_on}
+            for g in task.guidance.all()
+        ),
+        properties=(
+            {name: getattr(p, name) for name in PROPERTY_FIELDS} for p in task.properties.all()
+        ),
+    )
+    digest = guidance_content_hash(content)
+    version = guidance_version_current(task=task)
+    number = version.number if version is not None and version.content_hash == digest else None
+    return GuidanceGiven(sha256=digest, number=number)
+
+
+def task_prompt(
+    *, task: Task, levels: Iterable[str], guidance_version: GuidanceVersion | None = None
+) -> TaskPrompt:
+    """The prompt of `task` (as `task_get_public` loads it) with the guidance of `levels`:
+    the task's current guidance, or that of an earlier `guidance_version`."""
     version = task.current_version
     assert version is not None, "task_get_public returns tasks with a current version only"
     chosen = tuple(sorted(set(levels)))
+    if guidance_version is None:
+        texts = [(g.level, g.text) for g in task.guidance.all()]
+        given = task_guidance_current(task=task)
+    else:
+        texts = [(g["level"], g["text"]) for g in guidance_version.content["guidance"]]
+        given = GuidanceGiven(sha256=guidance_version.content_hash, number=guidance_version.number)
     text = prompt_render(
         slug=task.slug,
         title=task.title,
@@ -135,7 +172,7 @@ def task_prompt(*, task: Task, levels: Iterable[str]) -> TaskPrompt:
             {"name": w.name, "role": w.role, "params": w.params}
             for w in task_public_workloads(task)
         ),
-        guidance=((g.level, g.text) for g in task.guidance.all() if g.level in chosen),
+        guidance=((level, text) for level, text in sorted(texts) if level in chosen),
     )
     return TaskPrompt(
         slug=task.slug,
@@ -143,4 +180,18 @@ def task_prompt(*, task: Task, levels: Iterable[str]) -> TaskPrompt:
         content_hash=version.content_hash,
         levels=chosen,
         text=text,
+        guidance=given,
     )
+
+
+def task_prompt_match(*, task: Task, levels: Iterable[str], sha256: str) -> TaskPrompt | None:
+    """The prompt of the task's current version whose sha256 is `sha256`: with the current
+    guidance or with an earlier guidance version (newest first); None if none matches."""
+    prompt = task_prompt(task=task, levels=levels)
+    if prompt.sha256 == sha256:
+        return prompt
+    for guidance_version in GuidanceVersion.objects.filter(task=task).order_by("-number"):
+        prompt = task_prompt(task=task, levels=levels, guidance_version=guidance_version)
+        if prompt.sha256 == sha256:
+            return prompt
+    return None

@@ -7,9 +7,12 @@ Results and rankings are the leaderboard's (`leaderboard.selectors`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from .models import DesignProperty, Guidance, Level, Task, Workload
+from .guidance_text import guidance_diff, guidance_diff_rows
+from .models import DesignProperty, Guidance, GuidanceVersion, Level, Task, Workload
 
 PUBLIC_WORKLOADS = Q(hidden=False) & ~Q(role=Workload.Role.HIDDEN)
 
@@ -64,3 +67,49 @@ def task_get_public(*, slug: str) -> Task | None:
 
 def task_public_workloads(task: Task) -> list[Workload]:
     return list(getattr(task.current_version, "public_workloads", []))
+
+
+# --- guidance versions ------------------------------------------------------------
+
+
+def guidance_version_current(*, task: Task) -> GuidanceVersion | None:
+    """The task's newest guidance version (its current guidance), or None before the first."""
+    return GuidanceVersion.objects.filter(task=task).order_by("-number").first()
+
+
+def guidance_version_by_hash(*, task: Task, sha256: str) -> GuidanceVersion | None:
+    """The newest guidance version of the task with that content hash."""
+    return (
+        GuidanceVersion.objects.filter(task=task, content_hash=sha256).order_by("-number").first()
+    )
+
+
+@dataclass(frozen=True)
+class GuidanceHistoryEntry:
+    version: GuidanceVersion
+    diff: list[str]
+
+    @property
+    def rows(self) -> list[tuple[str, str]]:
+        return guidance_diff_rows(self.diff)
+
+
+def guidance_history(*, task: Task) -> list[GuidanceHistoryEntry]:
+    """Every guidance version of the task, newest first, each with its diff against the
+    one before it (one query)."""
+    versions = list(
+        GuidanceVersion.objects.filter(task=task).select_related("author").order_by("number")
+    )
+    entries = [
+        GuidanceHistoryEntry(
+            version=version,
+            diff=guidance_diff(
+                old=before.content if before is not None else None,
+                new=version.content,
+                old_name=f"v{before.number}" if before is not None else "(none)",
+                new_name=f"v{version.number}",
+            ),
+        )
+        for before, version in zip([None, *versions], versions, strict=False)
+    ]
+    return entries[::-1]

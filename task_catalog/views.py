@@ -4,8 +4,15 @@ from django.shortcuts import render
 from leaderboard.caching import fragment, versioned
 from leaderboard.charts import property_dependency_figure, workload_speedup_figure
 from leaderboard.selectors import ranking_hardware, task_expert_baseline, task_ranking
+from leaderboard.selectors.experts import baselines_pending
 
-from .selectors import task_get_public, task_list, task_public_workloads
+from .selectors import (
+    guidance_history,
+    guidance_version_current,
+    task_get_public,
+    task_list,
+    task_public_workloads,
+)
 
 
 def task_list_view(request):
@@ -41,6 +48,7 @@ def _task_page(slug: str) -> dict | None:
         "version": task.current_version,
         "workloads": workloads,
         "guidance": list(task.guidance.all()),
+        "guidance_version": guidance_version_current(task=task),
         "properties": properties,
         "rankings": [
             {
@@ -52,6 +60,7 @@ def _task_page(slug: str) -> dict | None:
             for index, (gpu, rows) in enumerate(ranking_hardware(ranking))
         ],
         "baseline": task_expert_baseline(task=task),
+        "baselines_pending": baselines_pending(task=task),
         "property_figure": property_dependency_figure(
             properties=[
                 {"key": p.key, "level": p.level, "title": p.title, "depends_on": p.depends_on}
@@ -61,3 +70,12 @@ def _task_page(slug: str) -> dict | None:
     }
     content = fragment(template="task_catalog/_detail.html", context=context)
     return {"title": task.title, "content": content}
+
+
+def task_guidance_view(request, slug: str):
+    """Every guidance version of the task, newest first, each with its diff."""
+    task = task_get_public(slug=slug)
+    if task is None:
+        raise Http404(f"No task {slug!r} in the catalog.")
+    history = guidance_history(task=task)
+    return render(request, "task_catalog/guidance.html", {"task": task, "history": history})

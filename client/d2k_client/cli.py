@@ -26,13 +26,15 @@ from rich.progress import (
 from .api import Api
 from .config import ClientError, Config, server_normalize
 from .display import (
+    board_columns,
+    board_table,
     console,
     err_console,
     evaluation_show,
+    fitted_columns,
     job_line,
     plain,
     print_json,
-    rows_table,
     run_show,
     say,
     table,
@@ -461,9 +463,19 @@ def leaderboard(
         list[str] | None,
         typer.Option("--filter", help="Any other filter of the API, KEY=VALUE (repeatable)."),
     ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="The table's columns, comma-separated (e.g. model,condition,geomean_speedup), "
+            "or 'all'; default: run, GPU, model, agent, condition and the headline scores."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The leaderboard (GET /api/leaderboard/), as a table, CSV or JSON."""
+    """The leaderboard (GET /api/leaderboard/), as a table, CSV or JSON.
+
+    The table keeps each cell on one line and shows the columns that fit the terminal;
+    those left out are named on stderr."""
     api = _state(ctx).api
     params: dict[str, Any] = {
         "task": task_slug,
@@ -487,8 +499,19 @@ def leaderboard(
     data = api.get("/api/leaderboard/", **params)
     if as_json or fmt is BoardFormat.json:
         return print_json(data)
-    rows = data.get("results", data.get("rows")) if isinstance(data, dict) else data
-    console.print(rows_table(list(rows or []), title="Leaderboard"))
+    rows = list((data.get("results", data.get("rows")) if isinstance(data, dict) else data) or [])
+    chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    try:
+        wanted = board_columns(rows, chosen)
+    except ValueError as exc:
+        raise ClientError(f"--columns: {exc}") from None
+    shown, left_out = fitted_columns(rows, wanted, console.width)
+    console.print(board_table(rows, shown))
+    if left_out:
+        say(
+            f"{len(left_out)} column(s) left out to fit {console.width} characters: "
+            f"{', '.join(left_out)} (choose with --columns, or widen the terminal)"
+        )
     return None
 
 

@@ -63,12 +63,84 @@ def table(title: str | None, rows: Iterable[dict[str, Any]], columns: list[str])
     return out
 
 
-def rows_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
-    """A table of whatever keys the rows have (the first row's order)."""
-    columns: list[str] = []
+# The leaderboard's columns `d2k leaderboard` shows unless told (`--columns`), in order.
+BOARD_COLUMNS = (
+    "run_id",
+    "hardware",
+    "model",
+    "agent",
+    "condition",
+    "correctness_rate",
+    "performance_score",
+    "geomean_speedup",
+    "geomean_n",
+    "implementation",
+    "discovery",
+)
+# Short headers for the default columns, so that more of them fit a terminal; `--columns`
+# takes the API's keys (docs/client.md lists them).
+BOARD_HEADERS = {
+    "run_id": "run",
+    "hardware": "GPU",
+    "correctness_rate": "correct",
+    "performance_score": "PS",
+    "geomean_speedup": "geomean",
+    "geomean_n": "N",
+    "implementation": "impl",
+    "discovery": "disc",
+}
+# A column's share of the table's frame: the separator and one space each side.
+_COLUMN_FRAME = 3
+
+
+def board_columns(rows: list[dict[str, Any]], chosen: list[str] | None) -> list[str]:
+    """The columns to show: `chosen` (every key for ["all"]), else the default columns the
+    rows have (every key where they have none of them). ValueError naming an unknown one."""
+    keys: list[str] = []
     for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    return table(title, rows, columns)
+        keys.extend(k for k in row if k not in keys)
+    if chosen == ["all"]:
+        return keys
+    if chosen:
+        unknown = [c for c in chosen if rows and c not in keys]
+        if unknown:
+            raise ValueError(
+                f"unknown column(s) {', '.join(unknown)}; the leaderboard has: {', '.join(keys)}"
+            )
+        return chosen
+    return [c for c in BOARD_COLUMNS if c in keys] or keys
+
+
+def fitted_columns(
+    rows: list[dict[str, Any]], columns: list[str], width: int
+) -> tuple[list[str], list[str]]:
+    """The leading columns whose cells fit `width` characters unbroken, and those left out
+    (the first column is always kept)."""
+    kept: list[str] = []
+    used = 1  # the table's left edge
+    for index, column in enumerate(columns):
+        header = BOARD_HEADERS.get(column, column)
+        natural = max([len(header), *(len(_cell(row.get(column)).plain) for row in rows)])
+        if index and used + natural + _COLUMN_FRAME > width:
+            return kept, columns[index:]
+        kept.append(column)
+        used += natural + _COLUMN_FRAME
+    return kept, []
+
+
+def board_table(rows: list[dict[str, Any]], columns: list[str]) -> Table:
+    """The leaderboard's rows: every cell on one line, numbers to the right."""
+    out = Table(title="Leaderboard", title_justify="left")
+    for column in columns:
+        numeric = any(isinstance(row.get(column), int | float) for row in rows)
+        out.add_column(
+            plain(BOARD_HEADERS.get(column, column)),
+            justify="right" if numeric else "left",
+            no_wrap=True,
+        )
+    for row in rows:
+        out.add_row(*(_cell(row.get(c)) for c in columns))
+    return out
 
 
 def task_show(task: dict[str, Any]) -> None:
@@ -147,5 +219,79 @@ def run_show(run: dict[str, Any]) -> None:
                 "twin speedup": twin.get("speedup"),
             }
         )
+    scores = run.get("scores") or {}
+    if scores.get("tasks_total") is not None:
+        console.print(table("Scores", score_rows(scores), ["score", "this run", "twin", "uplift"]))
+    else:
+        console.print(plain("Scores: not computed yet (they are once its evaluations finish)."))
     console.print(table("Tasks", rows, list(rows[0]) if rows else ["task"]))
     console.print(plain(run["url"]))
+
+
+def _percent(value: Any) -> str | None:
+    return None if value is None else f"{100 * value:.1f}%"
+
+
+def _times(value: Any) -> str | None:
+    return None if value is None else f"{value:.2f}×"
+
+
+def _signed(value: Any, fmt: str = "{:+.2f}") -> str | None:
+    return None if value is None else fmt.format(value)
+
+
+def score_rows(scores: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run page's headline scores as rows: this run, its twin and the uplift (with
+    guidance − without; speed only when both runs were timed on one GPU)."""
+    twin = scores.get("twin") or {}
+    lift = scores.get("uplift") or {}
+
+    def geomean(side: dict[str, Any]) -> str | None:
+        g = side.get("geomean_speedup") or {}
+        return None if g.get("value") is None else f"{g['value']:.2f}× (N={g.get('n')})"
+
+    def correct(side: dict[str, Any]) -> str | None:
+        if side.get("tasks_total") is None:
+            return None
+        rate = _percent(side.get("correctness_rate"))
+        return f"{side.get('tasks_correct')}/{side['tasks_total']} ({rate})"
+
+    def level(side: dict[str, Any], name: str) -> Any:
+        value = (side.get(name) or {}).get("combined")
+        return None if value is None else f"{value:.1f}"
+
+    lift_level = {
+        name: (lift.get(name) or {}).get("combined") for name in ("implementation", "discovery")
+    }
+    return [
+        {
+            "score": "correct tasks",
+            "this run": correct(scores),
+            "twin": correct(twin),
+            "uplift": _signed(lift.get("correctness_rate"), "{:+.1%}"),
+        },
+        {
+            "score": "Performance Score",
+            "this run": _signed(scores.get("performance_score"), "{:.2f}"),
+            "twin": _signed(twin.get("performance_score"), "{:.2f}"),
+            "uplift": _signed(lift.get("performance_score")),
+        },
+        {
+            "score": "geomean speedup",
+            "this run": geomean(scores),
+            "twin": geomean(twin),
+            "uplift": _signed(lift.get("geomean_speedup"), "{:+.2f}×"),
+        },
+        {
+            "score": "implementation (0–100)",
+            "this run": level(scores, "implementation"),
+            "twin": level(twin, "implementation"),
+            "uplift": _signed(lift_level["implementation"], "{:+.1f}"),
+        },
+        {
+            "score": "discovery (0–100)",
+            "this run": level(scores, "discovery"),
+            "twin": level(twin, "discovery"),
+            "uplift": _signed(lift_level["discovery"], "{:+.1f}"),
+        },
+    ]

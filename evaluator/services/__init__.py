@@ -5,6 +5,7 @@ from evaluator.services.baselines import (
     BaselineImportError,
     BaselineImportReport,
     baseline_import,
+    expert_remeasure_queue,
 )
 from evaluator.services.evaluations import (
     evaluation_create,
@@ -36,6 +37,7 @@ __all__ = [
     "evaluation_run",
     "evaluation_run_next",
     "evaluation_safety_timeout",
+    "expert_remeasure_queue",
     "worker_serve",
     "worker_start",
 ]

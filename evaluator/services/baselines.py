@@ -20,8 +20,9 @@ from django.db import transaction
 
 from accounts.models import User
 from evaluator.harness.verdict import Verdict, environment_gpu
-from evaluator.models import EXPERT_USERNAME, Evaluation
+from evaluator.models import EXPERT_USERNAME, Evaluation, EvaluationStatus
 from evaluator.services.evaluations import evaluation_create, evaluation_verdict_write
+from evaluator.services.jobs import evaluation_enqueue
 from evaluator.services.runner import WorkerError, _verdict_parse
 from submissions.models import Submission
 from task_catalog.models import Task, TaskVersion, Workload
@@ -168,23 +169,8 @@ def _baseline_store(
     source_label: str,
 ) -> BaselineLine:
     slug = version.task.slug
-    source = version.expert_source
     with transaction.atomic():
-        submission = Submission.objects.filter(
-            owner=expert, task_version=version, sha256=Submission.digest(source)
-        ).first()
-        if submission is None:
-            submission = Submission(
-                owner=expert,
-                task=version.task,
-                task_version=version,
-                filename=EXPERT_FILENAME,
-                source=source,
-                sha256=Submission.digest(source),
-                is_public=True,
-            )
-            submission.full_clean()
-            submission.save()
+        submission = _expert_submission(version=version, expert=expert)
         existing = Evaluation.objects.filter(
             submission=submission, worker__startswith=f"{WORKER_PREFIX}{digest}"
         ).first()
@@ -194,6 +180,52 @@ def _baseline_store(
         evaluation.worker = f"{WORKER_PREFIX}{digest} {source_label}"[:200]
         evaluation_verdict_write(evaluation=evaluation, verdict=verdict)
     return BaselineLine(slug, "created", _summary(verdict), evaluation.pk)
+
+
+def _expert_submission(*, version: TaskVersion, expert: User) -> Submission:
+    """The public submission of the version's expert source (made on first use)."""
+    source = version.expert_source
+    submission = Submission.objects.filter(
+        owner=expert, task_version=version, sha256=Submission.digest(source)
+    ).first()
+    if submission is None:
+        submission = Submission(
+            owner=expert,
+            task=version.task,
+            task_version=version,
+            filename=EXPERT_FILENAME,
+            source=source,
+            sha256=Submission.digest(source),
+            is_public=True,
+        )
+        submission.full_clean()
+        submission.save()
+    return submission
+
+
+def expert_remeasure_queue(*, task: Task, hardware: str) -> BaselineLine:
+    """Queue the expert implementation of the task's current version for an evaluation by
+    the workers of the `hardware` pool (its new baseline there); an evaluation of it
+    already queued or running on that pool is left to finish, not doubled."""
+    version = TaskVersion.objects.filter(pk=task.current_version_id).first()  # type: ignore[misc]
+    if version is None or not version.expert_source.strip():
+        return BaselineLine(task.slug, "skipped", "the current version has no expert.py")
+    with transaction.atomic():
+        submission = _expert_submission(version=version, expert=_expert_user())
+        waiting = Evaluation.objects.filter(
+            submission=submission,
+            target_hardware=hardware,
+            status__in=[EvaluationStatus.QUEUED, EvaluationStatus.RUNNING],
+        ).first()
+        if waiting is not None:
+            return BaselineLine(
+                task.slug, "already queued", f"v{version.number} on {hardware}", waiting.pk
+            )
+        evaluation = evaluation_create(submission=submission, enqueue=False)
+        evaluation.target_hardware = hardware
+        evaluation.save(update_fields=["target_hardware", "updated_at"])
+        evaluation_enqueue(evaluation_id=evaluation.pk, hardware=hardware)
+    return BaselineLine(task.slug, "queued", f"v{version.number} on {hardware}", evaluation.pk)
 
 
 def _summary(verdict: Verdict) -> str:

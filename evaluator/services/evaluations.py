@@ -166,6 +166,17 @@ def evaluation_fail_for_infrastructure(*, evaluation_id: int, worker: str, reaso
     return True
 
 
+def owner_log_clean(log: str) -> str:
+    """The owner's log without the torch profiler's own `USDT:` lines (its probes, printed
+    once per profiled call: they drowned what the kernel printed), counted in one line."""
+    lines = log.splitlines(keepends=True)
+    kept = [line for line in lines if not line.lstrip().startswith("USDT:")]
+    dropped = len(lines) - len(kept)
+    if not dropped:
+        return log
+    return "".join(kept) + f"[{dropped} torch-profiler USDT line(s) left out]\n"
+
+
 def _log_clip(log: str) -> str:
     if len(log) <= LOG_LIMIT:
         return log
@@ -201,7 +212,7 @@ def evaluation_verdict_write(*, evaluation: Evaluation, verdict: Verdict) -> Non
     evaluation.environment = json_safe(verdict.environment)
     evaluation.hardware = evaluation_hardware(verdict.environment)
     evaluation.log = _log_clip(verdict.log)
-    evaluation.public_log = _log_clip(verdict.public_log)
+    evaluation.public_log = _log_clip(owner_log_clean(verdict.public_log))
     evaluation.mode = verdict.mode[:10]
     evaluation.evaluator_version = verdict.evaluator_version[:32]
     evaluation.finished_at = now

@@ -6,9 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import (
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+)
 
 from evaluator.models import EXPERT_USERNAME, FINISHED_STATUSES, Evaluation, WorkloadResult
+from evaluator.selectors import BaselinePending as BaselinePending
+from evaluator.selectors import baselines_pending as baselines_pending
 from evaluator.selectors import evaluation_gpu, workload_result_host_bound_calls
 from leaderboard.catalog_bar import (
     BarWorkload,
@@ -248,3 +255,6 @@ def task_expert_baseline(*, task: Task) -> ExpertBaseline | None:
             timed_against=against,
         ),
     )
+
+
+# --- baselines a new task version still lacks --------------------------------------------

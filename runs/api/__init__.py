@@ -106,6 +106,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "hardware": run.hardware,
         "catalog_version": run.catalog_version,
         "notes": run.notes,
+        "guidance_versions": run.guidance_versions,
         "is_public": run.is_public,
         "moderation": run.moderation,
         "is_example": run.is_example,

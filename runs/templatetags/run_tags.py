@@ -57,3 +57,11 @@ def get_item(mapping: dict[str, Any], key: str) -> Any:
 def page_of(line: int) -> int:
     """The trace page (0-based) that holds `line`: pages are PAGE_LINES lines each."""
     return (int(line) - 1) // PAGE_LINES
+
+
+@register.filter
+def guidance_of(run: Any, slug: str) -> dict[str, Any] | None:
+    """The guidance version the run recorded for a task (`Run.guidance_versions`)."""
+    versions = getattr(run, "guidance_versions", None) or {}
+    entry = versions.get(slug)
+    return entry if isinstance(entry, dict) else None

@@ -21,7 +21,14 @@ from runs.models import Run
 from scoring.models import RunScore, ScoresVersion, TaskScore
 from scoring.selectors.version import ROW
 from submissions.models import Submission
-from task_catalog.models import DesignProperty, Guidance, Task, TaskVersion, Workload
+from task_catalog.models import (
+    DesignProperty,
+    Guidance,
+    GuidanceVersion,
+    Task,
+    TaskVersion,
+    Workload,
+)
 
 # Everything the cached pages read: scores, what decides whether a row ranks (visibility,
 # moderation, verdicts and reviews) and the catalog around them. Workload results are
@@ -39,6 +46,7 @@ WATCHED = (
     Workload,
     DesignProperty,
     Guidance,
+    GuidanceVersion,
 )
 
 

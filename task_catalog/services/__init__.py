@@ -1,6 +1,10 @@
 """Writes of the task catalog: loading packages, new versions, export."""
 
 from .export import catalog_export, task_version_write_package
+from .guidance import (
+    guidance_content,
+    guidance_version_record,
+)
 from .loading import (
     MEASURED_FIELDS,
     WORKLOAD_FIELDS,
@@ -21,6 +25,8 @@ __all__ = [
     "TaskLoadResult",
     "catalog_export",
     "catalog_load",
+    "guidance_content",
+    "guidance_version_record",
     "measured_content_hash",
     "task_version_update",
     "task_version_validate",

@@ -3,7 +3,9 @@
 What is measured (reference, expert, tolerances, forbidden ops, inplace, seeds
 and every workload) is hashed; a different hash makes a new `TaskVersion`, so
 results always keep the exact content they were measured against. What is read
-(title, statement, guidance, properties) is edited in place on the `Task`.
+(title, statement, guidance, properties) is edited in place on the `Task`;
+guidance and properties are also kept as guidance versions (`guidance.py`), and
+a load never overwrites an admin's newer guidance without saying so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from taskformat.package import (
 )
 from taskformat.spec import DEFAULT_COMPUTE_DTYPE, TaskSpec, WorkloadRole
 
-from ..models import DesignProperty, Guidance, Task, TaskVersion, Workload
+from ..models import DesignProperty, Guidance, GuidanceVersion, Task, TaskVersion, Workload
+from .guidance import guidance_content_build, guidance_content_hash, guidance_version_record
 
 
 class LoadAction:
@@ -50,9 +53,14 @@ class TaskLoadResult:
     slug: str
     action: str
     version: int
+    # What happened to the guidance and properties: a sentence (GuidanceOutcome).
+    guidance: str = ""
+    # The disk's guidance was not loaded because an admin's edit is newer.
+    guidance_kept: bool = False
 
     def __str__(self) -> str:
-        return f"{self.slug}: {self.action} (v{self.version})"
+        head = f"{self.slug}: {self.action} (v{self.version})"
+        return f"{head}; {self.guidance}" if self.guidance else head
 
 
 @dataclass
@@ -185,7 +193,7 @@ def _upsert_children(
         model.objects.filter(pk__in=stale).delete()
 
 
-def _task_upsert_from_spec(spec: TaskSpec) -> TaskLoadResult:
+def _task_upsert_from_spec(spec: TaskSpec, *, guidance_from_disk: bool) -> TaskLoadResult:
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(slug=spec.slug).first()
         values = {"title": spec.title, "category": spec.category, "statement": spec.statement}
@@ -197,49 +205,88 @@ def _task_upsert_from_spec(spec: TaskSpec) -> TaskLoadResult:
             task.full_clean(exclude=["statement", "current_version"])
             task.save()
         version, action = _version_for(task, measured_content(spec))
-        _upsert_children(
-            task=task,
-            model=Guidance,
-            key="level",
-            rows=(
-                {
-                    "level": str(g.level),
-                    "text": g.text,
-                    "depends_on": [str(d) for d in g.depends_on],
-                }
-                for g in spec.guidance
-            ),
+        guidance_rows = [
+            {"level": str(g.level), "text": g.text, "depends_on": [str(d) for d in g.depends_on]}
+            for g in spec.guidance
+        ]
+        property_rows = [
+            {
+                "key": p.key,
+                "level": str(p.level),
+                "title": p.title,
+                "description": p.description,
+                "weight": p.weight,
+                "depends_on": list(p.depends_on),
+                "detector": dict(p.detector),
+                "counters": dict(p.counters) if p.counters is not None else None,
+                "position": position,
+            }
+            for position, p in enumerate(spec.properties)
+        ]
+        disk_hash = guidance_content_hash(
+            guidance_content_build(guidance=guidance_rows, properties=property_rows)
         )
-        _upsert_children(
-            task=task,
-            model=DesignProperty,
-            key="key",
-            rows=(
-                {
-                    "key": p.key,
-                    "level": str(p.level),
-                    "title": p.title,
-                    "description": p.description,
-                    "weight": p.weight,
-                    "depends_on": list(p.depends_on),
-                    "detector": dict(p.detector),
-                    "counters": dict(p.counters) if p.counters is not None else None,
-                    "position": position,
-                }
-                for position, p in enumerate(spec.properties)
-            ),
+        kept = _guidance_kept(task=task, disk_hash=disk_hash, from_disk=guidance_from_disk)
+        if kept is None:
+            _upsert_children(task=task, model=Guidance, key="level", rows=guidance_rows)
+            _upsert_children(task=task, model=DesignProperty, key="key", rows=property_rows)
+            current, made = guidance_version_record(task=task, source=GuidanceVersion.Source.DISK)
+            outcome = (
+                f"guidance v{current.number} loaded from disk"
+                if made
+                else f"guidance unchanged (v{current.number})"
+            )
+        else:
+            outcome = kept
+    return TaskLoadResult(
+        slug=spec.slug,
+        action=action,
+        version=version.number,
+        guidance=outcome,
+        guidance_kept=kept is not None,
+    )
+
+
+def _guidance_kept(*, task: Task, disk_hash: str, from_disk: bool) -> str | None:
+    """Why the disk's guidance is not loaded over the database's, or None to load it.
+
+    The database's guidance is kept when an admin edited it last and the disk
+    holds either content the task has had before (the admin's edit is newer) or
+    new content too (both changed: loaded only when `from_disk` is asked for, as
+    a new version, so the admin's stays in the history).
+    """
+    versions = list(GuidanceVersion.objects.filter(task=task).select_related("author"))
+    current = versions[0] if versions else None
+    if current is None or current.source != GuidanceVersion.Source.ADMIN:
+        return None
+    if current.content_hash == disk_hash:
+        return None
+    by = f" by {current.author.username}" if current.author else ""
+    known = [v for v in versions if v.content_hash == disk_hash]
+    if known:
+        return (
+            f"guidance v{current.number} kept (edited in the admin{by}; the disk holds the "
+            f"older v{known[0].number}: export_catalog writes the admin's to disk)"
         )
-    return TaskLoadResult(slug=spec.slug, action=action, version=version.number)
+    if from_disk:
+        return None
+    return (
+        f"guidance NOT loaded: v{current.number} was edited in the admin{by} and the disk's "
+        "differs too; kept the admin's (load_catalog --guidance-from-disk loads the disk's "
+        "as a new version, export_catalog writes the admin's to disk)"
+    )
 
 
 # --- public services -----------------------------------------------------------
 
 
-def catalog_load(*, directory: Path) -> CatalogLoadReport:
+def catalog_load(*, directory: Path, guidance_from_disk: bool = False) -> CatalogLoadReport:
     """Upsert every task folder of `directory`; idempotent.
 
     Every package is parsed before anything is written, so a broken folder
-    (TaskPackageError) leaves the database as it was.
+    (TaskPackageError) leaves the database as it was. A task whose guidance an
+    admin edited since the last load keeps the admin's (`_guidance_kept`);
+    `guidance_from_disk` loads the disk's where both changed.
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -247,7 +294,7 @@ def catalog_load(*, directory: Path) -> CatalogLoadReport:
     specs = [load_task(path) for path in iter_task_dirs(directory)]
     report = CatalogLoadReport(directory=directory)
     for spec in specs:
-        report.results.append(_task_upsert_from_spec(spec))
+        report.results.append(_task_upsert_from_spec(spec, guidance_from_disk=guidance_from_disk))
     return report
 
 

@@ -46,7 +46,19 @@ def test_every_page_links_to_the_protocol(client, db):
     assert f'href="{reverse("leaderboard:document", args=["evaluator"])}"' in html
 
 
-@pytest.mark.parametrize("slug", ["nope", "settings", "task-format"])
+def test_every_document_of_docs_is_listed_and_the_index_links_each(client, db):
+    shipped = {p.name for p in (Path(settings.BASE_DIR) / "docs").glob("*.md")}
+    assert {filename for filename, _ in documents.DOCUMENTS.values()} == shipped
+    index = client.get(reverse("leaderboard:documents"))
+    assert index.status_code == 200
+    for slug in documents.DOCUMENTS:
+        assert f'href="{reverse("leaderboard:document", args=[slug])}"' in index.content.decode()
+        assert client.get(reverse("leaderboard:document", args=[slug])).status_code == 200
+    home = client.get(reverse("leaderboard:home")).content.decode()
+    assert f'<a href="{reverse("leaderboard:documents")}">Docs</a>' in home
+
+
+@pytest.mark.parametrize("slug", ["nope", "README", "lab"])
 def test_only_listed_documents_are_served(client, slug):
     response = client.get(reverse("leaderboard:document", args=[slug]))
     assert response.status_code == 404

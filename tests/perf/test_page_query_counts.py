@@ -27,13 +27,15 @@ PAGES = {
     # catalog size, latest evaluations
     "home": (5, 1),
     # version; the board's catalog version and GPU, filter choices, the entries' run
-    # scores, the current catalog (the experts' rows join only its board: not here)
-    "leaderboard": (5, 1),
+    # scores, the current catalog (the experts' rows join only its board: not here), the
+    # baselines a new task version lacks
+    "leaderboard": (6, 1),
     # version; the board's catalog version and GPU, filter choices, the entries' scores
     "paired": (4, 1),
-    # version; task + version, public workloads, guidance, properties; ranking scores,
-    # their workload results, the expert's timings per GPU; the expert baseline
-    "task": (9, 1),
+    # version; task + version, public workloads, guidance, properties, the current guidance
+    # version; ranking scores, their workload results, the expert's timings per GPU; the
+    # expert baseline; the baselines a new version lacks
+    "task": (11, 1),
     # version; run count, the page's runs, tasks, cells, filter choices
     "matrix": (6, 1),
     # version; the catalog's rows

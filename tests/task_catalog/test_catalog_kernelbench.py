@@ -45,7 +45,7 @@ def test_importing_again_changes_nothing(tmp_path, capsys):
     capsys.readouterr()
     _import(DATA, tmp_path)
     out = capsys.readouterr().out
-    assert out.count("unchanged (v1)") == 2
+    assert out.count(": unchanged (v1)") == 2
     assert Task.objects.get(slug="kb-l1-19-relu").versions.count() == 1
 
 
