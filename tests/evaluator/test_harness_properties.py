@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.properties import launched_kernels
+from evaluator.harness.reports import OutputReport
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,9 +57,13 @@ def test_a_correct_kernel_with_idioms_in_a_dead_branch_gets_no_credit_for_them()
 
 def test_only_the_submissions_own_kernels_that_ran_are_named():
     source = GAMED.read_text()
+
+    def call(*kernels: str) -> OutputReport:
+        return OutputReport(workload="w", seed=1, tag="t", file="f", kernels=kernels)
+
     outputs = {
-        "w1": [{"kernels": ["_softmax", "void at::native::fill_kernel<float>(float*)"]}],
-        "w2": [{"kernels": ["_softmax"]}, {}],
+        "w1": [call("_softmax", "void at::native::fill_kernel<float>(float*)")],
+        "w2": [call("_softmax"), call()],
     }
     assert launched_kernels(outputs, source) == ["_softmax"]
-    assert launched_kernels({"w1": [{"kernels": ["cutlass_gemm"]}]}, source) == []
+    assert launched_kernels({"w1": [call("cutlass_gemm")]}, source) == []
