@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -18,7 +20,7 @@ from core.quotas import quota_check_upload
 from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
-from runs.traces import trace_pack, trace_summarize
+from runs.traces import TraceRefused, trace_pack, trace_summarize
 from submissions.models import Submission
 from submissions.services import submission_create
 from task_catalog.models import Task
@@ -106,10 +108,22 @@ def run_create_from_bundle(
             _scores_refresh_on_commit(run.pk, run.pair_id)
     except BaseException:
         # The rows rolled back; the trace files written on the way must go too.
-        for name in written:
-            default_storage.delete(name)
+        _files_remove(written)
         raise
     return run
+
+
+def _files_remove(names: list[str]) -> None:
+    """Delete stored files, and the folders they leave empty (`runs/<id>/traces/`)."""
+    for name in names:
+        default_storage.delete(name)
+    folders = {str(PurePosixPath(n).parent) for n in names}
+    folders |= {str(PurePosixPath(f).parent) for f in folders}
+    for folder in sorted(folders, key=len, reverse=True):
+        try:
+            os.rmdir(default_storage.path(folder))
+        except (NotImplementedError, OSError):
+            pass  # not a local folder, or not empty
 
 
 def _prompt_hash_errors(manifest: Manifest) -> list[BundleError]:
@@ -157,7 +171,11 @@ def _run_store(*, owner: User, bundle: Bundle, is_public: bool, example: bool) -
 
 
 def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _StoredTrace:
-    summary = trace_summarize(data=raw, final_source=bundle.kernels.get(task.slug))
+    try:
+        summary = trace_summarize(data=raw, final_source=bundle.kernels.get(task.slug))
+    except TraceRefused as exc:
+        error = BundleError(f"traces/{task.slug}.jsonl", exc.line, exc.message)
+        raise BundleRejected([error]) from exc
     packed = trace_pack(data=raw, line_types=summary.line_types)
     name = default_storage.save(
         f"runs/{run.pk}/traces/{task.slug}.jsonl.gz", ContentFile(packed.data)

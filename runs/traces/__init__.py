@@ -9,7 +9,7 @@ from runs.traces.storage import (
     trace_pack,
     trace_page_read,
 )
-from runs.traces.summary import ATTEMPT_TOOL, TraceSummary, trace_summarize
+from runs.traces.summary import ATTEMPT_TOOL, TraceRefused, TraceSummary, trace_summarize
 
 __all__ = [
     "ATTEMPT_TOOL",
@@ -18,6 +18,7 @@ __all__ = [
     "PAGE_LINES",
     "PackedTrace",
     "TraceEvent",
+    "TraceRefused",
     "TraceSummary",
     "page_of_line",
     "trace_pack",

@@ -8,11 +8,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runs.traces.events import MALFORMED, event_decode
+from runs.traces.events import MALFORMED, TOO_DEEP, event_decode
 
 # A tool call counts as a compile or test attempt when its name says so
 # (`compile`, `run_tests`, `check_correctness`, `benchmark`, `evaluate`, `verify`, …).
 ATTEMPT_TOOL = re.compile(r"compile|test|check|bench|eval|verify|profile", re.IGNORECASE)
+
+
+class TraceRefused(ValueError):
+    """A line no trace may hold (nested too deeply to read safely): `line` is 1-based."""
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,11 @@ def _lines(data: bytes) -> list[bytes]:
 
 def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
     """Parse every line once: counts, tokens, turns, wall time and where the final
-    kernel (`final_source`, the bundle's kernel for the task) was first submitted."""
+    kernel (`final_source`, the bundle's kernel for the task) was first submitted.
+
+    A line that breaks the schema is a problem of the trace; one nested too deeply to
+    read safely raises TraceRefused. NUL characters and lone surrogates in the text
+    are replaced by U+FFFD (event_decode)."""
     types: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     problems: list[dict[str, Any]] = []
@@ -83,6 +96,8 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
             continue
         events += 1
         event, problem = event_decode(text)
+        if problem == TOO_DEEP:
+            raise TraceRefused(problem, line=number)
         if problem:
             problems.append({"line": number, "message": problem})
         if event is None:
