@@ -15,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -255,7 +255,9 @@ class RunModerationApi(APIView):
     (staff) acts on the run and each of its kernels."""
 
     def get_permissions(self) -> list[Any]:
-        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+        # A token needs the `moderate` scope: an `upload` or `judge` token of a staff user
+        # does not moderate.
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("moderate")]
 
     @extend_schema(responses={200: ModerationActionSerializer(many=True), 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:
