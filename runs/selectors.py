@@ -139,7 +139,7 @@ class RunDetail:
 
     @property
     def trace_problem_count(self) -> int:
-        return sum(len(r.mine.trace.problems) for r in self.rows if r.mine.trace)
+        return sum(r.mine.trace.problem_count for r in self.rows if r.mine.trace)
 
 
 def _task_speedup(evaluation: Evaluation) -> float | None:
@@ -281,6 +281,7 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
             page=number,
             event_type=event_type,
             problems=trace.problems,
+            problems_complete=len(trace.problems) >= trace.problem_count,
         )
     # The jump to the final kernel always lands on the unfiltered page that holds it.
     final_page = None

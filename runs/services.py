@@ -190,6 +190,7 @@ def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _Stored
         event_count=summary.event_count,
         event_types=summary.event_types,
         problems=summary.problems,
+        problem_count=summary.problem_count,
         turns_used=summary.turns_used,
         tool_calls=summary.tool_calls,
         tokens_in=summary.tokens_in,

@@ -1,7 +1,7 @@
 """Agent traces (JSON Lines), without Django: events, the summary computed once at
 upload, and compressed storage read back one page at a time."""
 
-from runs.traces.events import KNOWN_TYPES, MALFORMED, TraceEvent
+from runs.traces.events import KNOWN_TYPES, MALFORMED, OTHER, TraceEvent
 from runs.traces.storage import (
     PAGE_LINES,
     PackedTrace,
@@ -9,13 +9,21 @@ from runs.traces.storage import (
     trace_pack,
     trace_page_read,
 )
-from runs.traces.summary import ATTEMPT_TOOL, TraceRefused, TraceSummary, trace_summarize
+from runs.traces.summary import (
+    ATTEMPT_TOOL,
+    PROBLEMS_KEPT,
+    TraceRefused,
+    TraceSummary,
+    trace_summarize,
+)
 
 __all__ = [
     "ATTEMPT_TOOL",
     "KNOWN_TYPES",
     "MALFORMED",
+    "OTHER",
     "PAGE_LINES",
+    "PROBLEMS_KEPT",
     "PackedTrace",
     "TraceEvent",
     "TraceRefused",

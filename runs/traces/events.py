@@ -14,6 +14,11 @@ from runs.bundle import MAX_JSON_DEPTH, schema_load, unsafe_chars_replace
 
 MALFORMED = "malformed"
 KNOWN_TYPES = ("start", "message", "tool_call", "tool_result", "submit", "end")
+# Unknown event types beyond the first OTHER_TYPES_KEPT of a trace are counted as OTHER,
+# and a type name is cut at TYPE_NAME_CHARS: a junk trace cannot grow its summary.
+OTHER = "other"
+OTHER_TYPES_KEPT = 20
+TYPE_NAME_CHARS = 64
 TOO_DEEP = f"Nested deeper than {MAX_JSON_DEPTH} levels: the line is refused."
 NORMALISED = "NUL characters or lone UTF-16 surrogates in the text are shown as U+FFFD."
 
@@ -119,10 +124,21 @@ def event_decode(text: str, *, check: bool = True) -> tuple[dict[str, Any] | Non
     return event, f"{where + ': ' if where else ''}{error.message}"
 
 
-def line_type(text: str) -> str:
-    """The event type of one line, `malformed` when it is not a JSON object."""
+def event_type_name(event: dict[str, Any]) -> str:
+    """The event's `type` as the summary counts it: a string, cut at TYPE_NAME_CHARS."""
+    return str(event.get("type") or "?")[:TYPE_NAME_CHARS]
+
+
+def line_type(text: str, *, kept: frozenset[str] | None = None) -> str:
+    """The event type of one line, `malformed` when it is not a JSON object; with `kept`
+    (the types the trace's summary counts by name), an unknown type not kept is OTHER."""
     try:
         event, _ = event_load(text)
     except (json.JSONDecodeError, EventTooDeep):
         return MALFORMED
-    return str(event.get("type") or "?") if isinstance(event, dict) else MALFORMED
+    if not isinstance(event, dict):
+        return MALFORMED
+    kind = event_type_name(event)
+    if kept is not None and kind not in KNOWN_TYPES and kind not in kept:
+        return OTHER
+    return kind
