@@ -16,12 +16,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import User
-from core.quotas import quota_check_upload
 from runs.bundle import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import catalog_version_current, run_state_derive
 from runs.traces import TraceRefused, trace_pack, trace_summarize
 from submissions.models import Submission
+from submissions.quotas import quota_enforce, quota_lock
 from submissions.services import submission_create
 from task_catalog.models import Task
 from task_catalog.prompts import task_prompt
@@ -66,7 +66,8 @@ def run_create_from_bundle(
     a submission of the run queued for evaluation, and pair the run with its twin.
 
     Raises BundleRejected with every problem found; then nothing is stored; and
-    QuotaExceeded past the owner's quotas (core.quotas).
+    QuotaExceeded past the owner's quotas (submissions.quotas), checked in the transaction
+    that stores the run, with its rows counted.
     """
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
@@ -75,11 +76,11 @@ def run_create_from_bundle(
     prompt_errors = _prompt_hash_errors(bundle.manifest)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
-    if enforce_quota:
-        quota_check_upload(user=owner, evaluations=len(bundle.kernels))
     written: list[str] = []
     try:
         with transaction.atomic():
+            if enforce_quota:
+                quota_lock(owner=owner)
             run = _run_store(owner=owner, bundle=bundle, is_public=is_public, example=is_example)
             for slug, text in sorted(bundle.proposals.items()):
                 proposal = Proposal(run=run, task=tasks[slug], text=text)
@@ -102,6 +103,8 @@ def run_create_from_bundle(
                     raise BundleRejected(
                         [BundleError(f"kernels/{slug}.py", None, m) for m in exc.messages]
                     ) from exc
+            if enforce_quota:
+                quota_enforce(owner=owner, evaluations=len(bundle.kernels))
             run.state = RunState.EVALUATING
             run.save(update_fields=["state", "updated_at"])
             run_pair_auto(run=run)

@@ -176,9 +176,10 @@ D2K_EVALUATOR_PYTHON = env("D2K_EVALUATOR_PYTHON", default="")
 D2K_MAX_UPLOAD_BYTES = env.int("D2K_MAX_UPLOAD_BYTES", default=512 * 1024)
 # The largest request body anywhere but a run bundle's upload (core.errors): refused with 413.
 D2K_MAX_REQUEST_BYTES = env.int("D2K_MAX_REQUEST_BYTES", default=4 * 1024 * 1024)
-# Per-user quotas (core.quotas); staff are exempt.
+# Per-user quotas (submissions.quotas); staff are exempt.
 D2K_QUOTA_UPLOADS_PER_DAY = env.int("D2K_QUOTA_UPLOADS_PER_DAY", default=200)
 D2K_QUOTA_QUEUED_EVALUATIONS = env.int("D2K_QUOTA_QUEUED_EVALUATIONS", default=60)
+D2K_QUOTA_STORED_BYTES = env.int("D2K_QUOTA_STORED_BYTES", default=1024 * 1024 * 1024)
 # Passed to the evaluator process (the worker hands it nothing else of its own environment).
 D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
 # The deployment's secret the hidden workloads are drawn from (docs/settings.md).
