@@ -180,7 +180,8 @@ def _results(run: Run, *, with_proposals: bool) -> tuple[dict[int, TaskResult], 
             speedup=_task_speedup(evaluation) if evaluation else None,
             comparable=bool(evaluation and evaluation.mode == "cuda"),
             trace=traces.get(task_id),
-            proposal=markdown_render(text) if text is not None else None,
+            # An agent's proposal: its images would be fetched from wherever it points.
+            proposal=markdown_render(text, images=False) if text is not None else None,
         )
     ids = [s.pk for s in submissions.values()]
     return results, _state(run=run, submission_ids=ids, latest=latest)
