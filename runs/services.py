@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -34,6 +35,19 @@ class BundleRejected(Exception):
     def __init__(self, errors: tuple[BundleError, ...] | list[BundleError]):
         super().__init__(f"{len(errors)} problem(s) in the bundle")
         self.errors = tuple(errors)
+
+
+class StorageFull(Exception):
+    """The server's disk (or its quota) is full: the upload could not be written."""
+
+    message = (
+        "The server has no room to store this upload right now; nothing was stored. "
+        "Try again later."
+    )
+
+
+# The errors of a write that found no room: the disk, or the file system's quota.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 @dataclass(frozen=True)
@@ -109,9 +123,11 @@ def run_create_from_bundle(
             run.save(update_fields=["state", "updated_at"])
             run_pair_auto(run=run)
             _scores_refresh_on_commit(run.pk, run.pair_id)
-    except BaseException:
+    except BaseException as exc:
         # The rows rolled back; the trace files written on the way must go too.
         _files_remove(written)
+        if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
+            raise StorageFull(StorageFull.message) from exc
         raise
     return run
 
@@ -180,9 +196,14 @@ def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _Stored
         error = BundleError(f"traces/{task.slug}.jsonl", exc.line, exc.message)
         raise BundleRejected([error]) from exc
     packed = trace_pack(data=raw, line_types=summary.line_types)
-    name = default_storage.save(
-        f"runs/{run.pk}/traces/{task.slug}.jsonl.gz", ContentFile(packed.data)
-    )
+    wanted = f"runs/{run.pk}/traces/{task.slug}.jsonl.gz"
+    try:
+        name = default_storage.save(wanted, ContentFile(packed.data))
+    except OSError:
+        # A write cut short (a full disk) may leave part of the file: the run is new,
+        # so whatever is under its name is that part.
+        _files_remove([wanted])
+        raise
     trace = Trace(
         run=run,
         task=task,

@@ -36,7 +36,12 @@ from runs.selectors import (
     run_get_for_viewer,
     run_list_for_viewer,
 )
-from runs.services import BundleRejected, run_create_from_bundle, run_visibility_set
+from runs.services import (
+    BundleRejected,
+    StorageFull,
+    run_create_from_bundle,
+    run_visibility_set,
+)
 from scoring.selectors import run_scores_view
 from submissions.api import (
     ERRORS,
@@ -184,6 +189,7 @@ class RunListCreateApi(APIView):
             403: ERRORS[403],
             413: OpenApiResponse(description="The request body is over the size limit."),
             429: OpenApiResponse(description="Over a quota; Retry-After says when to retry."),
+            507: OpenApiResponse(description="The server's disk is full; nothing was stored."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -210,6 +216,8 @@ class RunListCreateApi(APIView):
             return _errors(exc.errors)
         except QuotaExceeded as exc:
             raise quota_refusal(exc) from exc
+        except StorageFull as exc:
+            return Response({"detail": exc.message}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
         url = request.build_absolute_uri(reverse("runs:detail", args=[run.pk]))
         return Response({"id": run.pk, "url": url}, status=status.HTTP_201_CREATED)
 

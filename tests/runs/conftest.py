@@ -22,3 +22,16 @@ def post(django_capture_on_commit_callbacks):
 @pytest.fixture
 def storage_before():
     return stored_files()
+
+
+@pytest.fixture
+def on_disk(settings, tmp_path):
+    """Trace files on a real file system, where an empty folder left behind shows."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media")},
+        },
+    }
+    return tmp_path / "media"

@@ -23,19 +23,6 @@ NESTED = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)  # just past ou
 START = {"type": "start", "ts": 0, "task": "row_softmax", "condition": "none"}
 
 
-@pytest.fixture
-def on_disk(settings, tmp_path):
-    """Trace files on a real file system, where an empty folder left behind shows."""
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(tmp_path / "media")},
-        },
-    }
-    return tmp_path / "media"
-
-
 def _refused(response, file, line):
     assert response.status_code == 400, response.content
     errors = response.json()["errors"]
