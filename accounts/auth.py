@@ -4,8 +4,8 @@ A client sends `Authorization: Token <key>`; the key is one of the user's
 `accounts.ApiToken`s, stored hashed (djangorestframework-api-key). A token
 carries scopes: `HasScope("upload")` on a view lets a request through only if
 its token has the scope (a browser session, which has no token, has every scope
-its user may hold). Staff-only scopes (`judge`) also need the user to be staff
-when the request is made, so a token outlives no demotion.
+its user may hold). Staff-only scopes (`judge`, `moderate`) also need the user to
+be staff when the request is made, so a token outlives no demotion.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ class HasScope(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         if not scope_allowed(user=request.user, scope=self.scope):
+            if self.scope not in OPEN_SCOPES:
+                self.message = f"Only staff may use the `{self.scope}` scope."
             return False
         token = request.auth
         if isinstance(token, ApiToken):

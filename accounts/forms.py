@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from accounts.models import Scope, User
+from accounts.models import OPEN_SCOPES, Scope, User
 
 
 class SignupForm(UserCreationForm):
@@ -50,4 +50,4 @@ class TokenForm(forms.Form):
         if not user.is_staff:
             scopes = self.fields["scopes"]
             assert isinstance(scopes, forms.MultipleChoiceField)
-            scopes.choices = [c for c in Scope.choices if c[0] != Scope.JUDGE]
+            scopes.choices = [c for c in Scope.choices if c[0] in OPEN_SCOPES]

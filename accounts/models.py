@@ -30,6 +30,7 @@ class Scope(models.TextChoices):
 
     UPLOAD = "upload", "upload kernels and runs"
     JUDGE = "judge", "post implementation assessments (staff only)"
+    MODERATE = "moderate", "flag, clear, withdraw or re-run anyone's results (staff only)"
 
 
 # Scopes any user may put on a token; the rest only staff.

@@ -6,9 +6,13 @@ draws every `[data-figure]` element with the locally served plotly.js.
 
 from __future__ import annotations
 
+import functools
+import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ParamSpec
+
+_P = ParamSpec("_P")
 
 LEVELS = ("L1", "L2", "L3")
 TIMES = "\u00d7"
@@ -20,8 +24,35 @@ _BASE_LAYOUT: dict[str, Any] = {
     "plot_bgcolor": "#ffffff",
     "font": {"family": "system-ui, sans-serif", "size": 12},
 }
+# Trace fields that carry names users choose (models, agents, run labels, usernames).
+_LABEL_KEYS = ("name", "x", "y")
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def plain_labels(figure_of: Callable[_P, dict[str, Any]]) -> Callable[_P, dict[str, Any]]:
+    """Plotly reads `<a href>`, `<b>`, `<span style>` in a label as markup: escape the
+    labels of every trace, so a model named `<a href=…>` is shown as those characters."""
+
+    @functools.wraps(figure_of)
+    def figure(*args: _P.args, **kwargs: _P.kwargs) -> dict[str, Any]:
+        drawn = figure_of(*args, **kwargs)
+        for trace in drawn.get("data", []):
+            for key in _LABEL_KEYS:
+                if key in trace:
+                    trace[key] = _plain(trace[key])
+        return drawn
+
+    return figure
+
+
+@plain_labels
 def workload_speedup_figure(
     *, rows: Sequence[Any], workloads: Sequence[str], top: int = 5
 ) -> dict[str, Any]:
@@ -64,6 +95,7 @@ def workload_speedup_figure(
     }
 
 
+@plain_labels
 def property_dependency_figure(*, properties: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The design properties as a graph: one column per level, an arrow per dependency.
 
@@ -154,6 +186,7 @@ def _ref_line(y: float) -> dict[str, Any]:
     }
 
 
+@plain_labels
 def matrix_figure(
     *, tasks: Sequence[str], runs: Sequence[str], cells: Sequence[Sequence[Any]]
 ) -> dict[str, Any]:
@@ -215,7 +248,15 @@ _STATUS_SHORT = {
 }
 
 
+@plain_labels
 def level_scores_figure(
+    *, rows: Sequence[Mapping[str, Any]], score: str = "implementation"
+) -> dict[str, Any]:
+    """Score per level (L1, L2, L3, combined), one bar group per run (_level_scores)."""
+    return _level_scores(rows=rows, score=score)
+
+
+def _level_scores(
     *, rows: Sequence[Mapping[str, Any]], score: str = "implementation"
 ) -> dict[str, Any]:
     """Score per level (L1, L2, L3, combined), one bar group per run, colored by condition.
@@ -254,6 +295,7 @@ EXAMPLE_TAG = "example data"
 _BARGAP = 0.2
 
 
+@plain_labels
 def run_level_scores_figure(
     *,
     rows: Sequence[Mapping[str, Any]],
@@ -273,7 +315,7 @@ def run_level_scores_figure(
         {**row, "label": f"{row['label']} · {EXAMPLE_TAG}"} if row.get("is_example") else row
         for row in rows
     ]
-    figure = level_scores_figure(rows=rows, score=score)
+    figure = _level_scores(rows=rows, score=score)  # its labels escaped once, below
     for trace in figure["data"]:
         # The value over each bar: a score of 0 shows as "0", never as an empty slot.
         trace |= {"texttemplate": "%{y:.0f}", "textposition": "outside", "cliponaxis": False}
@@ -311,6 +353,7 @@ def run_level_scores_figure(
     return figure
 
 
+@plain_labels
 def fast_p_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """fast_p curves: one line per run; each row has `label` and `fast_p` ([[p, share]…])."""
     data = [
@@ -337,6 +380,7 @@ def fast_p_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+@plain_labels
 def speedup_distribution_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Box plot of task speedups per run; each row has `label` and `speedups` (list)."""
     data = [
@@ -363,6 +407,7 @@ def speedup_distribution_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[st
     }
 
 
+@plain_labels
 def sol_fraction_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Share of the device's speed of light per workload: one bar group per run.
 
@@ -393,6 +438,7 @@ def sol_fraction_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+@plain_labels
 def property_misses_figure(*, rows: Sequence[Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
     """The design properties runs miss most, per level: horizontal bars of the share of
     runs that implement each. Each row has `level`, `label` and `share` (0–1)."""
@@ -429,6 +475,7 @@ def property_misses_figure(*, rows: Sequence[Mapping[str, Any]], top: int = 10) 
     }
 
 
+@plain_labels
 def headline_figure(*, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The home chart: Performance Score without and with guidance, one bar pair per
     model · agent. Each row has `label`, `without` and `with` (numbers or None)."""

@@ -42,12 +42,26 @@ class Table:
         return [{c.key: row.get(c.key) for c in self.columns} for row in self.rows]
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (`=HYPERLINK(…)`).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a spreadsheet may open it: text that would start a formula gets a
+    leading `'`, which spreadsheets show as text; numbers stay numbers."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return f"'{value}"
+    return value
+
+
 def table_csv(*, columns: Sequence[Column], rows: Iterable[Mapping[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([c.key for c in columns])
     for row in rows:
-        writer.writerow(["" if row.get(c.key) is None else row.get(c.key) for c in columns])
+        writer.writerow([csv_cell(row.get(c.key)) for c in columns])
     return out.getvalue()
 
 

@@ -18,6 +18,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .jsonsafe import JsonRefused, json_loads_checked
 from .schema import schema_errors
 
 MANIFEST = "manifest.json"
@@ -153,9 +154,11 @@ def _text(raw: bytes) -> tuple[str | None, str | None, int | None]:
 
 def _manifest_parse(text: str) -> tuple[Manifest | None, list[BundleError]]:
     try:
-        data = json.loads(text)
+        data = json_loads_checked(text)
     except json.JSONDecodeError as exc:
         return None, [BundleError(MANIFEST, exc.lineno, f"Invalid JSON: {exc.msg}.")]
+    except JsonRefused as exc:
+        return None, [BundleError(MANIFEST, exc.line, exc.message)]
     problems = schema_errors(name="manifest-v1", instance=data)
     if problems:
         return None, [BundleError(MANIFEST, None, p) for p in problems]
@@ -312,6 +315,10 @@ def _bundle_read(
                 errors.append(BundleError(info.filename, None, problem))
             else:
                 kernels[slug] = text
+        elif "\x00" in text:
+            line = text.count("\n", 0, text.index("\x00")) + 1
+            message = "The file holds a NUL character; a proposal is markdown text."
+            errors.append(BundleError(info.filename, line, message))
         else:
             proposals[slug] = text
 

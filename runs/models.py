@@ -80,7 +80,12 @@ class Trace(BaseModel):
     pages = models.JSONField(default=list, blank=True)
     event_count = models.PositiveIntegerField(default=0)
     event_types = models.JSONField(default=dict, blank=True, help_text="{type: count}.")
-    problems = models.JSONField(default=list, blank=True, help_text='[{"line", "message"}].')
+    problems = models.JSONField(
+        default=list, blank=True, help_text='The first problems: [{"line", "message"}].'
+    )
+    problem_count = models.PositiveIntegerField(
+        default=0, help_text="Lines that break the schema, all of them (`problems` keeps 100)."
+    )
     turns_used = models.PositiveIntegerField(null=True, blank=True)
     tool_calls = models.JSONField(default=dict, blank=True, help_text="{tool name: calls}.")
     tokens_in = models.PositiveBigIntegerField(default=0)

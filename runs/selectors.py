@@ -169,7 +169,7 @@ class RunDetail:
 
     @property
     def trace_problem_count(self) -> int:
-        return sum(len(r.mine.trace.problems) for r in self.rows if r.mine.trace)
+        return sum(r.mine.trace.problem_count for r in self.rows if r.mine.trace)
 
 
 def _results(
@@ -203,7 +203,8 @@ def _results(
             speedup=score.speedup if score else None,
             comparable=bool(evaluation and evaluation.mode == Mode.CUDA),
             trace=traces.get(task_id),
-            proposal=markdown_render(text) if text is not None else None,
+            # An agent's proposal: its images would be fetched from wherever it points.
+            proposal=markdown_render(text, images=False) if text is not None else None,
         )
     return results, _state(run=run, submission_ids=ids, latest=latest)
 
@@ -320,6 +321,7 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
             page=number,
             event_type=event_type,
             problems=trace.problems,
+            problems_complete=len(trace.problems) >= trace.problem_count,
         )
     # The jump to the final kernel always lands on the unfiltered page that holds it.
     final_page = None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -22,11 +25,11 @@ from runs.selectors import (
     run_pair_refusal,
     run_state_derive,
 )
-from runs.traces import trace_pack, trace_summarize
+from runs.traces import TraceRefused, trace_pack, trace_summarize
 from scoring.services import scores_refresh
 from scoring.services.catalog import catalog_version_pin
 from submissions.models import Submission
-from submissions.quotas import quota_check_upload
+from submissions.quotas import quota_enforce, quota_lock
 from submissions.services import submission_create
 from task_catalog.models import Task
 from task_catalog.prompts import GuidanceGiven, task_prompt, task_prompt_match
@@ -39,6 +42,19 @@ class BundleRejected(Exception):
     def __init__(self, errors: tuple[BundleError, ...] | list[BundleError]):
         super().__init__(f"{len(errors)} problem(s) in the bundle")
         self.errors = tuple(errors)
+
+
+class StorageFull(Exception):
+    """The server's disk (or its quota) is full: the upload could not be written."""
+
+    message = (
+        "The server has no room to store this upload right now; nothing was stored. "
+        "Try again later."
+    )
+
+
+# The errors of a write that found no room: the disk, or the file system's quota.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 @dataclass(frozen=True)
@@ -71,7 +87,8 @@ def run_create_from_bundle(
     a submission of the run queued for evaluation, and pair the run with its twin.
 
     Raises BundleRejected with every problem found; then nothing is stored; and
-    QuotaExceeded past the owner's quotas (submissions.quotas).
+    QuotaExceeded past the owner's quotas (submissions.quotas), checked in the transaction
+    that stores the run, with its rows counted.
     """
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
@@ -81,11 +98,11 @@ def run_create_from_bundle(
     guidance, prompt_errors = _guidance_given(manifest=bundle.manifest, slugs=slugs)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
-    if enforce_quota:
-        quota_check_upload(user=owner, evaluations=len(bundle.kernels))
     written: list[str] = []
     try:
         with transaction.atomic():
+            if enforce_quota:
+                quota_lock(owner=owner)
             run = _run_store(
                 owner=owner,
                 bundle=bundle,
@@ -114,16 +131,32 @@ def run_create_from_bundle(
                     raise BundleRejected(
                         [BundleError(f"kernels/{slug}.py", None, m) for m in exc.messages]
                     ) from exc
+            if enforce_quota:
+                quota_enforce(owner=owner, evaluations=len(bundle.kernels))
             run.state = RunState.EVALUATING
             run.save(update_fields=["state", "updated_at"])
             run_pair_auto(run=run)
             _scores_refresh_on_commit(run.pk, run.pair_id)
-    except BaseException:
+    except BaseException as exc:
         # The rows rolled back; the trace files written on the way must go too.
-        for name in written:
-            default_storage.delete(name)
+        _files_remove(written)
+        if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
+            raise StorageFull(StorageFull.message) from exc
         raise
     return run
+
+
+def _files_remove(names: list[str]) -> None:
+    """Delete stored files, and the folders they leave empty (`runs/<id>/traces/`)."""
+    for name in names:
+        default_storage.delete(name)
+    folders = {str(PurePosixPath(n).parent) for n in names}
+    folders |= {str(PurePosixPath(f).parent) for f in folders}
+    for folder in sorted(folders, key=len, reverse=True):
+        try:
+            os.rmdir(default_storage.path(folder))
+        except (NotImplementedError, OSError):
+            pass  # not a local folder, or not empty
 
 
 def _guidance_given(
@@ -221,11 +254,20 @@ def _run_store(
 
 
 def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _StoredTrace:
-    summary = trace_summarize(data=raw, final_source=bundle.kernels.get(task.slug))
+    try:
+        summary = trace_summarize(data=raw, final_source=bundle.kernels.get(task.slug))
+    except TraceRefused as exc:
+        error = BundleError(f"traces/{task.slug}.jsonl", exc.line, exc.message)
+        raise BundleRejected([error]) from exc
     packed = trace_pack(data=raw, line_types=summary.line_types)
-    name = default_storage.save(
-        f"runs/{run.pk}/traces/{task.slug}.jsonl.gz", ContentFile(packed.data)
-    )
+    wanted = f"runs/{run.pk}/traces/{task.slug}.jsonl.gz"
+    try:
+        name = default_storage.save(wanted, ContentFile(packed.data))
+    except OSError:
+        # A write cut short (a full disk) may leave part of the file: the run is new,
+        # so whatever is under its name is that part.
+        _files_remove([wanted])
+        raise
     trace = Trace(
         run=run,
         task=task,
@@ -236,6 +278,7 @@ def _trace_store(*, run: Run, task: Task, raw: bytes, bundle: Bundle) -> _Stored
         event_count=summary.event_count,
         event_types=summary.event_types,
         problems=summary.problems,
+        problem_count=summary.problem_count,
         turns_used=summary.turns_used,
         tool_calls=summary.tool_calls,
         tokens_in=summary.tokens_in,

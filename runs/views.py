@@ -26,6 +26,7 @@ from runs.selectors import (
 )
 from runs.services import (
     BundleRejected,
+    StorageFull,
     run_create_from_bundle,
     run_pair,
     run_unpair,
@@ -58,6 +59,9 @@ def upload(request: HttpRequest) -> HttpResponse:
         except QuotaExceeded as exc:
             form.add_error(None, exc.message)
             status = 429
+        except StorageFull as exc:
+            form.add_error(None, exc.message)
+            status = 507
         else:
             messages.success(request, f"Run #{run.pk} is stored; its kernels are queued.")
             return redirect("runs:detail", pk=run.pk)

@@ -7,13 +7,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.auth import JUDGE_PERMISSION, HasScope, authenticated_user
+from core.parsers import CheckedJSONParser
 from scoring.models import AssessmentSource
 from scoring.selectors import task_rubric
 from scoring.services import AssessmentsInvalid, assessment_record
@@ -98,7 +98,7 @@ class PropertyResultSerializer(serializers.Serializer):
 class AssessmentCreateApi(APIView):
     """Record judge assessments: a JSON list, all stored or none."""
 
-    parser_classes = [JSONParser]
+    parser_classes = [CheckedJSONParser]
     permission_classes = [IsAuthenticated, IsJudge]
 
     def get_permissions(self):

@@ -362,7 +362,9 @@ class SubmissionModerationApi(APIView):
     moderator (staff) acts on it: flag, mark_hacked, clear, verify, rerun, withdraw."""
 
     def get_permissions(self) -> list[Any]:
-        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+        # A token needs the `moderate` scope: an `upload` or `judge` token of a staff user
+        # does not moderate.
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("moderate")]
 
     @extend_schema(responses={200: ModerationActionSerializer(many=True), 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:

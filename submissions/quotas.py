@@ -1,7 +1,13 @@
-"""Per-user quotas on uploads: a day's uploads and the evaluations waiting in the queue.
+"""Per-owner quotas on uploads, enforced in the transaction that stores the upload.
 
-Refusals name the wait: the API answers 429 with `Retry-After`, a page shows the
-sentence. Staff are exempt, and infrastructure failures never count against a
+Three limits (docs/security.md): uploads in the last 24 hours, evaluations waiting in
+the queue, and bytes stored (kernel sources and compressed traces). A door calls
+`quota_lock` first thing in its transaction and `quota_enforce` after its inserts:
+the lock (the owner's user row, `SELECT … FOR UPDATE` on PostgreSQL; SQLite's
+IMMEDIATE transactions let one writer in at a time) makes uploads of one owner take
+turns, so each counts every upload committed before it, its own rows included, and a
+burst of parallel uploads stops exactly at the limit. A refusal rolls the whole
+upload back. Staff are exempt, and infrastructure failures never count against a
 user (a `worker_error` upload, an evaluation queued again after one).
 """
 
@@ -10,73 +16,87 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import User
+from core.quotas import QuotaExceeded, quota_duration
 from evaluator.models import Evaluation
-from runs.models import Run
+from runs.models import Run, Trace
 from submissions.models import Submission
 
 WINDOW = timedelta(days=1)
 # Queued evaluations drain at the workers' pace: a minute is the honest guess.
 QUEUE_RETRY_AFTER_S = 60
+# Stored bytes go down only when the owner deletes something: a day is the honest answer.
+STORAGE_RETRY_AFTER_S = 24 * 3600
 
 
-class QuotaExceeded(Exception):
-    def __init__(self, message: str, *, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after_s = max(1, int(retry_after_s))
+def quota_lock(*, owner: User) -> None:
+    """Make the owner's uploads take turns until the current transaction ends."""
+    if not owner.is_staff:
+        list(User.objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True))
 
 
-def _counted_uploads(user: User):
+def _upload_times(owner: User) -> list:
     since = timezone.now() - WINDOW
     lone = (
-        Submission.objects.filter(owner=user, run__isnull=True, created_at__gte=since)
+        Submission.objects.filter(owner=owner, run__isnull=True, created_at__gte=since)
         .exclude(evaluations__status="worker_error")
         .values_list("created_at", flat=True)
     )
-    runs = Run.objects.filter(owner=user, created_at__gte=since).values_list(
+    runs = Run.objects.filter(owner=owner, created_at__gte=since).values_list(
         "created_at", flat=True
     )
     return sorted([*lone, *runs])
 
 
-def quota_check_upload(*, user: User, evaluations: int = 1) -> None:
-    """Raise QuotaExceeded if `user` may not upload now one more item that queues
-    `evaluations` evaluations."""
-    if user.is_staff:
-        return
-    per_day = settings.D2K_QUOTA_UPLOADS_PER_DAY
-    uploads = _counted_uploads(user)
-    if len(uploads) >= per_day:
-        oldest = uploads[len(uploads) - per_day]
-        wait = (oldest + WINDOW - timezone.now()).total_seconds()
-        raise QuotaExceeded(
-            f"You uploaded {len(uploads)} times in the last 24 hours; the limit is {per_day}. "
-            f"Try again in {_duration(wait)}.",
-            retry_after_s=int(wait) + 1,
-        )
-    waiting_limit = settings.D2K_QUOTA_QUEUED_EVALUATIONS
-    waiting = (
-        Evaluation.objects.filter(submission__owner=user, status__in=("queued", "running"))
+def _waiting(owner: User) -> int:
+    return (
+        Evaluation.objects.filter(submission__owner=owner, status__in=("queued", "running"))
         # Queued again after a worker failure: our fault, not the user's.
         .exclude(Q(status="queued") & Q(attempts__gt=0))
         .count()
     )
-    if waiting + evaluations > waiting_limit:
+
+
+def owner_stored_bytes(*, owner: User) -> int:
+    """What the owner's uploads take on the server: kernel sources and stored traces."""
+    sources = Submission.objects.filter(owner=owner).aggregate(n=Sum(Length("source")))["n"]
+    traces = Trace.objects.filter(run__owner=owner).aggregate(n=Sum("stored_bytes"))["n"]
+    return (sources or 0) + (traces or 0)
+
+
+def quota_enforce(*, owner: User, evaluations: int) -> None:
+    """Raise QuotaExceeded if the owner is over a quota with the upload just stored in
+    this transaction (which queued `evaluations` evaluations); call after quota_lock."""
+    if owner.is_staff:
+        return
+    per_day = settings.D2K_QUOTA_UPLOADS_PER_DAY
+    uploads = _upload_times(owner)
+    if len(uploads) > per_day:
+        oldest = uploads[len(uploads) - 1 - per_day]
+        wait = (oldest + WINDOW - timezone.now()).total_seconds()
         raise QuotaExceeded(
-            f"You have {waiting} evaluations waiting and this upload adds {evaluations}; "
-            f"at most {waiting_limit} may wait at once. Try again once some have finished.",
+            f"You uploaded {len(uploads) - 1} times in the last 24 hours; the limit is "
+            f"{per_day}. Try again in {quota_duration(wait)}.",
+            retry_after_s=int(wait) + 1,
+        )
+    limit = settings.D2K_QUOTA_QUEUED_EVALUATIONS
+    waiting = _waiting(owner)
+    if waiting > limit:
+        raise QuotaExceeded(
+            f"You have {waiting - evaluations} evaluations waiting and this upload adds "
+            f"{evaluations}; at most {limit} may wait at once. Try again once some have "
+            "finished.",
             retry_after_s=QUEUE_RETRY_AFTER_S,
         )
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(1, int(seconds))
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    stored_limit = settings.D2K_QUOTA_STORED_BYTES
+    stored = owner_stored_bytes(owner=owner)
+    if stored > stored_limit:
+        raise QuotaExceeded(
+            f"With this upload your kernels and traces would take {stored:,} bytes; the "
+            f"limit is {stored_limit:,} bytes. Ask the portal's staff for more room.",
+            retry_after_s=STORAGE_RETRY_AFTER_S,
+        )

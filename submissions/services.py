@@ -17,7 +17,7 @@ from core.sizes import too_large_message
 from core.unavailable import ServiceUnavailable
 from evaluator.services import broker_ping, evaluation_create
 from submissions.models import Submission
-from submissions.quotas import quota_check_upload
+from submissions.quotas import quota_enforce, quota_lock
 from task_catalog.models import Task
 
 if TYPE_CHECKING:
@@ -225,7 +225,8 @@ def submission_upload(
     """An upload of one kernel through a door (page or API): checked for what cannot be
     a kernel first, and the same file for the same task version by the same owner is
     the submission already stored (`created` False), never a second evaluation.
-    Raises QuotaExceeded past the owner's quotas (submissions.quotas)."""
+    Raises QuotaExceeded past the owner's quotas (submissions.quotas); then nothing is
+    stored."""
     task = _task_resolve(task)
     try:
         text = submission_source_clean(source, size=size)
@@ -245,10 +246,12 @@ def submission_upload(
     )
     if existing is not None:
         return Upload(submission=existing, created=False)
-    quota_check_upload(user=owner)
-    submission = submission_create(
-        owner=owner, task=task, source=text, filename=filename, is_public=is_public
-    )
+    with transaction.atomic():
+        quota_lock(owner=owner)
+        submission = submission_create(
+            owner=owner, task=task, source=text, filename=filename, is_public=is_public
+        )
+        quota_enforce(owner=owner, evaluations=1)
     return Upload(submission=submission, created=True)
 
 

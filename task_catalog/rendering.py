@@ -22,12 +22,19 @@ SAFE_ATTRIBUTES = {
 }
 
 
-def markdown_render(text: str) -> SafeString:
-    """Render untrusted markdown; nh3 strips scripts, event handlers and unknown tags."""
+def _image_source_dropped(tag: str, attribute: str, value: str) -> str | None:
+    return None if tag == "img" and attribute == "src" else value
+
+
+def markdown_render(text: str, *, images: bool = True) -> SafeString:
+    """Render untrusted markdown; nh3 strips scripts, event handlers and unknown tags.
+    With `images` false an image keeps its alt text but loses its source, so a page
+    showing an outsider's text makes no request on the viewer's behalf."""
     html = markdown.markdown(
         text or "", extensions=_MARKDOWN_EXTENSIONS, extension_configs=_MARKDOWN_CONFIG
     )
-    return mark_safe(nh3.clean(html, attributes=SAFE_ATTRIBUTES))
+    attribute_filter = None if images else _image_source_dropped
+    return mark_safe(nh3.clean(html, attributes=SAFE_ATTRIBUTES, attribute_filter=attribute_filter))
 
 
 def code_highlight(source: str) -> SafeString:

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "core.errors.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "core.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -130,6 +131,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PARSER_CLASSES": [
+        "core.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -179,6 +185,7 @@ D2K_MAX_REQUEST_BYTES = env.int("D2K_MAX_REQUEST_BYTES", default=4 * 1024 * 1024
 # Per-user quotas (submissions.quotas); staff are exempt.
 D2K_QUOTA_UPLOADS_PER_DAY = env.int("D2K_QUOTA_UPLOADS_PER_DAY", default=200)
 D2K_QUOTA_QUEUED_EVALUATIONS = env.int("D2K_QUOTA_QUEUED_EVALUATIONS", default=60)
+D2K_QUOTA_STORED_BYTES = env.int("D2K_QUOTA_STORED_BYTES", default=1024 * 1024 * 1024)
 # Passed to the evaluator process (the worker hands it nothing else of its own environment).
 D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
 # The deployment's secret the hidden workloads are drawn from (docs/settings.md).

@@ -92,11 +92,12 @@ def evaluation_run(*, evaluation_id: Any, requeue: bool = True) -> Evaluation | 
 
 
 def evaluation_run_next(*, hint: Any = None) -> Evaluation | None:
-    """The queue's entry: run the oldest queued evaluation, whichever message woke us.
+    """The queue's entry: run the next queued evaluation (round-robin across owners,
+    oldest first within one), whichever message woke us.
 
     Each queued evaluation has a message, so each message runs one evaluation; but
-    taking the oldest rather than the message's own means that an evaluation a dead
-    worker lost, queued again, runs before the ones uploaded after it. `hint` (the
+    taking the queue's next rather than the message's own means that an evaluation a dead
+    worker lost, queued again, runs before its owner's later uploads. `hint` (the
     message's id) only names what woke the worker in the log.
     """
     worker = worker_id()

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.tasks import async_task
@@ -186,9 +186,22 @@ def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
     ).get(pk=evaluation_id)
 
 
+def _owner_served_at() -> Subquery:
+    """When the evaluation's owner last had an evaluation start (null: never)."""
+    return Subquery(
+        Evaluation.objects.filter(
+            submission__owner=OuterRef("submission__owner"), started_at__isnull=False
+        )
+        .order_by("-started_at")
+        .values("started_at")[:1]
+    )
+
+
 def evaluation_claim_next(*, worker: str) -> Evaluation | None:
-    """Take the oldest queued evaluation of this worker's pool for `worker`, or None
-    when none is queued.
+    """Take the next queued evaluation of this worker's pool for `worker`, or None when
+    none is queued: round-robin across owners (the owner whose evaluation started
+    least recently goes first, one who never had one before anyone), oldest first
+    within an owner, so that one lab's 500 kernels do not hold back another's 26.
 
     PostgreSQL skips rows another claimer has locked; SQLite's immediate
     transactions let one writer at a time choose. The conditional update settles
@@ -200,10 +213,14 @@ def evaluation_claim_next(*, worker: str) -> Evaluation | None:
             with transaction.atomic():
                 rows = Evaluation.objects.filter(
                     status=EvaluationStatus.QUEUED, target_hardware=worker_hardware()
-                )
+                ).annotate(owner_served_at=_owner_served_at())
                 if connection.features.has_select_for_update_skip_locked:
-                    rows = rows.select_for_update(skip_locked=True)
-                pk = rows.order_by("created_at", "pk").values_list("pk", flat=True).first()
+                    rows = rows.select_for_update(skip_locked=True, of=("self",))
+                pk = (
+                    rows.order_by(F("owner_served_at").asc(nulls_first=True), "created_at", "pk")
+                    .values_list("pk", flat=True)
+                    .first()
+                )
             if pk is None:
                 return None
             if evaluation_claim(evaluation_id=pk, worker=worker) is not None:

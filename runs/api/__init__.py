@@ -15,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,7 +35,12 @@ from runs.selectors import (
     run_get_for_viewer,
     run_list_for_viewer,
 )
-from runs.services import BundleRejected, run_create_from_bundle, run_visibility_set
+from runs.services import (
+    BundleRejected,
+    StorageFull,
+    run_create_from_bundle,
+    run_visibility_set,
+)
 from scoring.selectors import run_scores_view
 from submissions.api import (
     ERRORS,
@@ -185,6 +190,7 @@ class RunListCreateApi(APIView):
             403: ERRORS[403],
             413: OpenApiResponse(description="The request body is over the size limit."),
             429: OpenApiResponse(description="Over a quota; Retry-After says when to retry."),
+            507: OpenApiResponse(description="The server's disk is full; nothing was stored."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -211,6 +217,8 @@ class RunListCreateApi(APIView):
             return _errors(exc.errors)
         except QuotaExceeded as exc:
             raise quota_refusal(exc) from exc
+        except StorageFull as exc:
+            return Response({"detail": exc.message}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
         url = request.build_absolute_uri(reverse("runs:detail", args=[run.pk]))
         return Response({"id": run.pk, "url": url}, status=status.HTTP_201_CREATED)
 
@@ -256,7 +264,9 @@ class RunModerationApi(APIView):
     (staff) acts on the run and each of its kernels."""
 
     def get_permissions(self) -> list[Any]:
-        return [AllowAny()] if self.request.method == "GET" else [IsAuthenticated()]
+        # A token needs the `moderate` scope: an `upload` or `judge` token of a staff user
+        # does not moderate.
+        return [AllowAny()] if self.request.method == "GET" else [HasScope("moderate")]
 
     @extend_schema(responses={200: ModerationActionSerializer(many=True), 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:

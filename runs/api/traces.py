@@ -31,7 +31,7 @@ from runs.selectors import (
     trace_page,
     trace_raw_open,
 )
-from runs.traces import KNOWN_TYPES, MALFORMED, PAGE_LINES, TraceEvent
+from runs.traces import KNOWN_TYPES, MALFORMED, OTHER, PAGE_LINES, TraceEvent
 
 NOT_FOUND = OpenApiResponse(
     description="No such run, not one the caller may see, or no trace of this task in it."
@@ -47,7 +47,7 @@ def trace_summary_data(trace: Trace, request: HttpRequest) -> dict[str, Any]:
         "api_url": request.build_absolute_uri(reverse("run-api-trace", args=args)),
         "raw_api_url": request.build_absolute_uri(reverse("run-api-trace-raw", args=args)),
         "events": trace.event_count,
-        "problems": trace.problems,
+        "problem_count": trace.problem_count,
         "turns_used": trace.turns_used,
         "tool_calls": trace.tool_calls,
         "tokens_in": trace.tokens_in,
@@ -70,7 +70,10 @@ class TraceSummarySerializer(serializers.Serializer):
     api_url = serializers.URLField(help_text="The trace's events: `GET /api/runs/<id>/traces/…`.")
     raw_api_url = serializers.URLField(help_text="The trace as uploaded, gzip-compressed.")
     events = serializers.IntegerField(help_text="Events (non-blank lines) in the trace.")
-    problems = TraceProblemSerializer(many=True, help_text="Lines that break the trace schema.")
+    problem_count = serializers.IntegerField(
+        help_text="Lines that break the trace schema; the trace's pages (`api_url`) show each "
+        "on its line."
+    )
     turns_used = serializers.IntegerField(allow_null=True)
     tool_calls = serializers.DictField(
         child=serializers.IntegerField(), help_text="Calls per tool name."
@@ -89,6 +92,11 @@ class TraceSummarySerializer(serializers.Serializer):
 
 
 class TraceDetailSerializer(TraceSummarySerializer):
+    problems = TraceProblemSerializer(
+        many=True,
+        help_text="The first 100 lines that break the trace schema (`problem_count` counts "
+        "them all).",
+    )
     event_types = serializers.DictField(
         child=serializers.IntegerField(),
         help_text="Events per type, in the order the page's type filter offers them.",
@@ -178,7 +186,8 @@ class TraceQuerySerializer(serializers.Serializer):
         default="",
         help_text="Only the events of this type, paged over (as the page's filter): one of "
         "the trace's `event_types` or of the schema's "
-        f"({', '.join((*KNOWN_TYPES, MALFORMED))}).",
+        f"({', '.join((*KNOWN_TYPES, MALFORMED))}); `{OTHER}` gathers the unknown types past "
+        "the first 20.",
     )
 
     def validate_type(self, value: str) -> str:
@@ -230,6 +239,7 @@ def trace_page_data(view: TracePage, request: HttpRequest) -> dict[str, Any]:
         "example_label": EXAMPLE_LABEL if run.is_example else None,
         "trace": {
             **trace_summary_data(trace, request),
+            "problems": trace.problems,
             "event_types": trace_event_types(trace=trace),
             "submit_lines": trace.submit_lines,
             "final_submit_line": trace.final_submit_line,

@@ -9,6 +9,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from runformat.jsonsafe import json_loads_checked
 from runs.traces import PAGE_LINES
 from task_catalog.rendering import PYGMENTS_CSS_CLASS, code_highlight
 
@@ -20,8 +21,8 @@ def pretty_json(value: Any) -> str:
     """Tool arguments as indented JSON (a string argument is shown as it came)."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = json_loads_checked(value)
+        except ValueError:  # not JSON, or JSON that is not safe to show (JsonRefused)
             return value
     return json.dumps(value, indent=2, ensure_ascii=False)
 

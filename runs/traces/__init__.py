@@ -2,7 +2,7 @@
 compressed storage read back one page at a time (the events themselves are
 `runformat.trace`)."""
 
-from runformat.trace import KNOWN_TYPES, MALFORMED, TraceEvent
+from runformat.trace import KNOWN_TYPES, MALFORMED, OTHER, TraceEvent
 from runs.traces.storage import (
     PAGE_LINES,
     PackedTrace,
@@ -10,15 +10,24 @@ from runs.traces.storage import (
     trace_pack,
     trace_page_read,
 )
-from runs.traces.summary import ATTEMPT_TOOL, TraceSummary, trace_summarize
+from runs.traces.summary import (
+    ATTEMPT_TOOL,
+    PROBLEMS_KEPT,
+    TraceRefused,
+    TraceSummary,
+    trace_summarize,
+)
 
 __all__ = [
     "ATTEMPT_TOOL",
     "KNOWN_TYPES",
     "MALFORMED",
+    "OTHER",
     "PAGE_LINES",
+    "PROBLEMS_KEPT",
     "PackedTrace",
     "TraceEvent",
+    "TraceRefused",
     "TraceSummary",
     "page_of_line",
     "trace_pack",

@@ -16,7 +16,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import IO, Any
 
-from runformat.trace import KNOWN_TYPES, MALFORMED, TraceEvent, event_decode, line_type
+from runformat.trace import (
+    KNOWN_TYPES,
+    MALFORMED,
+    OTHER,
+    TraceEvent,
+    event_decode,
+    event_type_name,
+    line_type,
+)
 
 PAGE_LINES = 200
 _RAW_SHOWN = 4000
@@ -73,15 +81,18 @@ def _member_lines(handle: IO[bytes], page: dict[str, Any]) -> list[tuple[int, st
     ]
 
 
-def _event_from_line(number: int, text: str, problems: dict[int, str]) -> TraceEvent:
+def _event_from_line(
+    number: int, text: str, problems: dict[int, str], check_after: int | None
+) -> TraceEvent:
     # Checked against the schema once, at upload: the stored problems say what was wrong.
-    event, problem = event_decode(text, check=False)
+    # Past the last stored one (a trace with more than PROBLEMS_KEPT), checked here.
+    event, problem = event_decode(text, check=check_after is not None and number > check_after)
     problem = problems.get(number, problem)
     if event is None:
         return TraceEvent(
             line=number, type=MALFORMED, data={}, raw=text[:_RAW_SHOWN], problem=problem
         )
-    kind = str(event.get("type") or "?")
+    kind = event_type_name(event)
     raw = "" if kind in KNOWN_TYPES and not problem else json.dumps(event, indent=2)[:_RAW_SHOWN]
     return TraceEvent(line=number, type=kind, data=event, raw=raw, problem=problem)
 
@@ -125,12 +136,17 @@ def trace_page_read(
     page: int,
     event_type: str | None = None,
     problems: list[dict[str, Any]] | None = None,
+    problems_complete: bool = True,
 ) -> tuple[list[TraceEvent], int]:
     """One page of events (PAGE_LINES of them; of `event_type` only, if given) and the
     page count. Each submit carries its diff against the submit before it, read from
     that submit's member when it lies on an earlier page. `problems` are the trace's
-    stored problems, shown on their lines."""
+    stored problems, shown on their lines; when they are not all of them
+    (`problems_complete` false), lines past the last are checked as they are read."""
     by_line = {p["line"]: p["message"] for p in problems or []}
+    check_after = None if problems_complete else max(by_line, default=0)
+    # The types the summary counts by name; other unknown types are OTHER.
+    kept = frozenset(t for p in pages for t in p["types"])
     if event_type:
         counts = [p["types"].get(event_type, 0) for p in pages]
         total = sum(counts)
@@ -144,12 +160,14 @@ def trace_page_read(
                 before = seen + count
             seen += count
         # A cheap textual test first: most lines of a long trace are not of the type.
-        marker = re.compile(rf'"type"\s*:\s*{re.escape(json.dumps(event_type))}')
+        # Without the closing quote: a stored type name may be cut (TYPE_NAME_CHARS).
+        marker = re.compile(rf'"type"\s*:\s*{re.escape(json.dumps(event_type)[:-1])}')
         events = [
-            _event_from_line(n, t, by_line)
+            _event_from_line(n, t, by_line, check_after)
             for member in chosen
             for n, t in _member_lines(handle, member)
-            if (event_type == MALFORMED or marker.search(t)) and line_type(t) == event_type
+            if (event_type in (MALFORMED, OTHER) or marker.search(t))
+            and line_type(t, kept=kept) == event_type
         ]
         skip = lo - before
         events = events[skip : skip + PAGE_LINES]
@@ -158,7 +176,7 @@ def trace_page_read(
         if not 0 <= page < len(pages):
             return [], page_count
         events = [
-            _event_from_line(n, t, by_line)
+            _event_from_line(n, t, by_line, check_after)
             for n, t in _member_lines(handle, pages[page])
             if t.strip()
         ]

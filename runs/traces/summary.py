@@ -8,11 +8,36 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runformat.trace import MALFORMED, event_decode
+from runformat.trace import (
+    KNOWN_TYPES,
+    MALFORMED,
+    OTHER,
+    OTHER_TYPES_KEPT,
+    TOO_DEEP,
+    event_decode,
+    event_type_name,
+)
 
 # A tool call counts as a compile or test attempt when its name says so
 # (`compile`, `run_tests`, `check_correctness`, `benchmark`, `evaluate`, `verify`, …).
 ATTEMPT_TOOL = re.compile(r"compile|test|check|bench|eval|verify|profile", re.IGNORECASE)
+# What the summary keeps of a trace however long it is: the first PROBLEMS_KEPT problems
+# (each message cut at PROBLEM_CHARS; `problem_count` counts them all) and the
+# TOOLS_KEPT most called tool names (the rest counted as OTHER_TOOLS).
+PROBLEMS_KEPT = 100
+PROBLEM_CHARS = 300
+TOOLS_KEPT = 50
+TOOL_NAME_CHARS = 100
+OTHER_TOOLS = "(other tools)"
+
+
+class TraceRefused(ValueError):
+    """A line no trace may hold (nested too deeply to read safely): `line` is 1-based."""
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -21,7 +46,8 @@ class TraceSummary:
 
     event_count: int
     event_types: dict[str, int]
-    problems: list[dict[str, Any]]
+    problems: list[dict[str, Any]]  # the first PROBLEMS_KEPT
+    problem_count: int
     turns_used: int | None
     tool_calls: dict[str, int]
     tokens_in: int
@@ -52,6 +78,16 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _tools_kept(tools: Counter[str]) -> dict[str, int]:
+    kept = dict(tools.most_common(TOOLS_KEPT))
+    rest = sum(tools.values()) - sum(kept.values())
+    return {**kept, OTHER_TOOLS: rest} if rest else kept
+
+
 def _lines(data: bytes) -> list[bytes]:
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -61,10 +97,16 @@ def _lines(data: bytes) -> list[bytes]:
 
 def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
     """Parse every line once: counts, tokens, turns, wall time and where the final
-    kernel (`final_source`, the bundle's kernel for the task) was first submitted."""
+    kernel (`final_source`, the bundle's kernel for the task) was first submitted.
+
+    A line that breaks the schema is a problem of the trace; one nested too deeply to
+    read safely raises TraceRefused. NUL characters and lone surrogates in the text
+    are replaced by U+FFFD (event_decode)."""
     types: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     problems: list[dict[str, Any]] = []
+    problem_count = 0
+    named_unknown = 0
     tokens_in = tokens_out = 0
     first_ts = last_ts = None
     max_turn: int | None = None
@@ -83,13 +125,21 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
             continue
         events += 1
         event, problem = event_decode(text)
+        if problem == TOO_DEEP:
+            raise TraceRefused(problem, line=number)
         if problem:
-            problems.append({"line": number, "message": problem})
+            problem_count += 1
+            if len(problems) < PROBLEMS_KEPT:
+                problems.append({"line": number, "message": _cut(problem, PROBLEM_CHARS)})
         if event is None:
             types[MALFORMED] += 1
             line_types.append(MALFORMED)
             continue
-        kind = str(event.get("type") or "?")
+        kind = event_type_name(event)
+        if kind not in KNOWN_TYPES and kind not in types:
+            named_unknown += 1
+            if named_unknown > OTHER_TYPES_KEPT:
+                kind = OTHER
         types[kind] += 1
         line_types.append(kind)
         ts = _timestamp(event.get("ts"))
@@ -105,7 +155,7 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
             assistant_turns += event.get("role") == "assistant"
         elif kind == "tool_call":
             name = str(event.get("name") or "?")
-            tools[name] += 1
+            tools[name[:TOOL_NAME_CHARS]] += 1
             if ATTEMPT_TOOL.search(name):
                 attempt_lines.append(number)
         elif kind == "submit" and isinstance(event.get("source"), str):
@@ -129,8 +179,9 @@ def trace_summarize(*, data: bytes, final_source: str | None) -> TraceSummary:
         event_count=events,
         event_types=dict(types),
         problems=problems,
+        problem_count=problem_count,
         turns_used=turns_used,
-        tool_calls=dict(tools.most_common()),
+        tool_calls=_tools_kept(tools),
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         wall_time_s=None if first_ts is None or last_ts is None else round(last_ts - first_ts, 3),

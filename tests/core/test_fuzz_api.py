@@ -47,11 +47,12 @@ def test_no_generated_request_gets_a_5xx(run_tasks, settings, wsgi_inside_the_te
     settings.D2K_QUOTA_UPLOADS_PER_DAY = 10**6
     settings.D2K_QUOTA_QUEUED_EVALUATIONS = 10**6
     user, staff = UserFactory(), UserFactory(is_staff=True)
+    staff_key = api_token_key(staff, scopes=("upload", "judge", "moderate"))
     headers = itertools.cycle(
         [
             {},
             {"Authorization": f"Token {api_token_key(user)}"},
-            {"Authorization": f"Token {api_token_key(staff, scopes=('upload', 'judge'))}"},
+            {"Authorization": f"Token {staff_key}"},
             {"Authorization": "Token forged.key"},
         ]
     )

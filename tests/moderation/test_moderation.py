@@ -126,7 +126,7 @@ def test_staff_moderate_through_the_page_and_the_api(staff):
         {"kind": "verify", "reason": "re-timed by hand"},
     )
     assert response.status_code == 302
-    api = token_client(staff)
+    api = token_client(staff, scopes=("moderate",))
     response = api.post(
         f"/api/submissions/{submission.pk}/moderation/",
         {"kind": "mark_hacked", "reason": "cached outputs"},
@@ -156,7 +156,7 @@ def test_a_user_cannot_moderate_on_the_page_or_the_api():
 
 def test_staff_moderate_a_run_through_the_api(staff):
     run = RunFactory()
-    response = token_client(staff).post(
+    response = token_client(staff, scopes=("moderate",)).post(
         f"/api/runs/{run.pk}/moderation/", {"kind": "flag", "reason": "odd traces"}, format="json"
     )
     assert response.status_code == 201

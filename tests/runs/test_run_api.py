@@ -4,7 +4,6 @@ import zipfile
 
 import pytest
 from django.core.files.storage import default_storage
-from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from evaluator.models import Evaluation
@@ -16,19 +15,6 @@ from tests.runs.bundles import KERNEL, good_files, make_zip, manifest
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def post(django_capture_on_commit_callbacks):
-    """Upload as the API's callers do; the queue's on-commit work runs (synchronously)."""
-
-    def upload(client, data: bytes, **extra):
-        extra.setdefault("is_public", "true")  # these tests read the runs as the public does
-        bundle = SimpleUploadedFile("run.zip", data, content_type="application/zip")
-        with django_capture_on_commit_callbacks(execute=True):
-            return client.post("/api/runs/", {"bundle": bundle, **extra}, format="multipart")
-
-    return upload
-
-
 def stored_files(directory="runs"):
     if not default_storage.exists(directory):
         return set()
@@ -37,11 +23,6 @@ def stored_files(directory="runs"):
     for folder in folders:
         found |= stored_files(f"{directory}/{folder}")
     return found
-
-
-@pytest.fixture
-def storage_before():
-    return stored_files()
 
 
 def assert_nothing_stored(before=frozenset()):

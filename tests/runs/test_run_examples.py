@@ -65,7 +65,7 @@ def test_two_example_kernels_upload_evaluate_pair_and_render(
     assert mine["paged_attention_decode"] == "missing"
     paged = next(r for r in body["tasks"] if r["task"] == "paged_attention_decode")["result"]
     assert paged["trace"]["end_reason"] == "turn_budget_exhausted"
-    assert paged["trace"]["turns_used"] == 350 and paged["trace"]["problems"]
+    assert paged["trace"]["turns_used"] == 350 and paged["trace"]["problem_count"]
     page = client.get(f"/runs/{plain.pk}/").content.decode()
     assert "Example data written by hand" in page and f"run #{guided.pk}" in page
     trace = client.get(f"/runs/{guided.pk}/traces/row_softmax/").content.decode()

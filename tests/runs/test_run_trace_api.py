@@ -218,6 +218,7 @@ def test_each_event_carries_what_the_page_shows_of_it(long_run):
         "malformed",
     ]
     assert summary["submit_lines"] == trace.submit_lines and summary["problems"] == trace.problems
+    assert summary["problem_count"] == trace.problem_count == len(trace.problems)
 
 
 @pytest.mark.parametrize(
@@ -283,6 +284,7 @@ def test_the_run_links_each_trace_to_its_api(make_run, owner):
     assert trace["raw_api_url"] == f"http://testserver{RAW.format(pk=run.pk)}"
     assert client.get(trace["api_url"]).json()["trace"] == {
         **trace,
+        "problems": [],
         "event_types": {"end": 1, "message": 1, "start": 1, "submit": 1},
         "submit_lines": [3],
         "final_submit_line": 3,

@@ -57,6 +57,15 @@ def test_proposals_are_rendered_without_scripts(client, run_tasks, fake_cli):
     assert "<script>alert(1)" not in html and "onerror" not in html
 
 
+def test_a_proposal_loads_no_remote_image_on_the_page_or_in_the_api(client, run_tasks, fake_cli):
+    files = good_files("row_softmax")
+    files["proposals/row_softmax.md"] = "![tracker](https://evil.example/pixel.png)\n"
+    run = run_create_from_bundle(owner=UserFactory(), data=make_zip(files), is_public=True)
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'alt="tracker"' in html and "evil.example" not in html
+    assert "evil.example" not in client.get(f"/api/runs/{run.pk}/").content.decode()
+
+
 def test_an_example_run_carries_the_label_on_its_pages(client, run_tasks, fake_cli):
     run = run_create_from_bundle(
         owner=UserFactory(), data=make_zip(good_files()), is_public=True, is_example=True
