@@ -9,6 +9,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from runs.scanners import redact_text
 from runs.traces import PAGE_LINES
 from task_catalog.rendering import PYGMENTS_CSS_CLASS, code_highlight
 
@@ -57,3 +58,9 @@ def get_item(mapping: dict[str, Any], key: str) -> Any:
 def page_of(line: int) -> int:
     """The trace page (0-based) that holds `line`: pages are PAGE_LINES lines each."""
     return (int(line) - 1) // PAGE_LINES
+
+
+@register.filter
+def redact(value: Any) -> str:
+    """The text with its secrets replaced (runs.scanners), for what the public reads."""
+    return redact_text(str(value))[0]

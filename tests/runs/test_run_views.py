@@ -192,12 +192,14 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
 ):
     # The count does not grow with the tasks: one query per kind of row, per side (the
     # run's state comes from the same rows), and one for both runs' scores; the per-level
-    # charts draw those scores and read nothing more.
+    # charts draw those scores and read nothing more; one query for the cell verdicts.
     level_scores_set(*stored)
     for run in stored:  # one task, then two
-        with django_assert_num_queries(12):
+        with django_assert_num_queries(13):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(13):  # the API's 11, the scores, the moderation log
+        # The API's 12, the scores, the moderation log, and whether the run (asked twice)
+        # and its twin hold a cell back from the rankings (the breakdowns link).
+        with django_assert_num_queries(17):
             html = client.get(f"/runs/{run.pk}/").content.decode()
         assert 'data-figure="run-implementation"' in html
 
