@@ -25,6 +25,7 @@ from .selectors import (
     run_filter_choices,
     task_run_matrix,
 )
+from .selectors.audit import leaderboard_entry_audit
 from .selectors.board import (
     DEFAULT_SORT,
     LEADERBOARD_COLUMNS,
@@ -89,6 +90,7 @@ def _board(filters: Filters) -> dict:
             columns=LEADERBOARD_COLUMNS, filters=filters, default=DEFAULT_SORT
         ),
         "figure": level_scores_figure(rows=_chart_rows(groups)),
+        "audit": leaderboard_entry_audit(rows=table.rows),
     }
     board = fragment(template="leaderboard/_board.html", context=context)
     return {"choices": run_filter_choices(), "board": board}
