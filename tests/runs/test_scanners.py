@@ -226,8 +226,12 @@ def test_secrets_hits_keys_tokens_and_addresses_with_a_masked_quote(text, kind):
 
 
 def test_secrets_hits_home_paths_and_keeps_their_shape():
-    found = hits(secrets, call("ls /home/alice/projects && ls /Users/bob"))
-    assert [h.quote for h in found] == ["/home/[redacted]", "/Users/[redacted]"]
+    found = hits(secrets, call("ls /home/alice/projects && ls /Users/bob && dir C:\\Users\\eve"))
+    assert [h.quote for h in found] == [
+        "/home/[redacted]",
+        "/Users/[redacted]",
+        "C:\\Users\\[redacted]",
+    ]
 
 
 @pytest.mark.parametrize(
