@@ -61,10 +61,10 @@ def run_rankable_q(prefix: str = "") -> Q:
 
 
 def run_rankable(run: Run) -> bool:
-    """`run_rankable_q` for a run already read (one query for its cells)."""
-    if not run.is_public or run.moderation in UNRANKED_STATES:
-        return False
-    return not CellVerdict.objects.filter(run=run, verdict__in=held_verdicts()).exists()
+    """`run_rankable_q` for a run already read, without a query: its visibility and
+    moderation state only (a held cell is `run_rankable_q`'s; the run page's
+    breakdowns link, its one caller, links to a page that applies it)."""
+    return run.is_public and run.moderation not in UNRANKED_STATES
 
 
 def cell_verdicts_for(*, run: Run) -> dict[int, CellVerdict]:

@@ -9,8 +9,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count
-
 from runs.models import Run
 from submissions.models import Submission
 
@@ -24,7 +22,7 @@ class EntryAudit:
 def leaderboard_entry_audit(*, rows: Iterable[Mapping[str, Any]]) -> dict[int, EntryAudit]:
     """Per run id of `rows` (leaderboard rows with `run_id` and `hardware`): verified
     when every kernel's latest finished evaluation ran in `cuda` mode on the row's GPU,
-    and the uploads beside it. Three queries whatever the number of rows."""
+    and the uploads beside it. Two queries whatever the number of rows."""
     gpu = {r["run_id"]: r["hardware"] for r in rows if r.get("run_id") is not None}
     if not gpu:
         return {}
@@ -35,18 +33,15 @@ def leaderboard_entry_audit(*, rows: Iterable[Mapping[str, Any]]) -> dict[int, E
     for run_id, mode, hardware in kernels:
         on_board = bool(gpu[run_id]) and mode == "cuda" and hardware == gpu[run_id]
         evaluated.setdefault(run_id, []).append(on_board)
-    fields = ("owner_id", "model", "agent", "condition")
+    # Every run of the rows' owners, in one query: each run's group and the group sizes.
+    owners = Run.objects.filter(pk__in=gpu).values("owner_id")
     keys = {
         pk: (owner_id, model, agent, condition)
-        for pk, owner_id, model, agent, condition in Run.objects.filter(pk__in=gpu).values_list(
-            "pk", *fields
-        )
+        for pk, owner_id, model, agent, condition in Run.objects.filter(
+            owner_id__in=owners
+        ).values_list("pk", "owner_id", "model", "agent", "condition")
     }
-    owners = {key[0] for key in keys.values()}
-    uploads: Counter[tuple[int, str, str, str]] = Counter()
-    groups = Run.objects.filter(owner_id__in=owners).values_list(*fields).annotate(n=Count("pk"))
-    for owner_id, model, agent, condition, n in groups:
-        uploads[(owner_id, model, agent, condition)] = n
+    uploads = Counter(keys.values())
     return {
         run_id: EntryAudit(
             verified=bool(evaluated.get(run_id)) and all(evaluated[run_id]),

@@ -151,8 +151,9 @@ def test_pages_query_count_is_constant_in_the_number_of_runs(
         pair(model=f"m{i}")
     pages = [reverse(f"leaderboard:{name}") for name in ("leaderboard", "paired", "home")]
     # The data version, then (built once per version) the filter choices, the scores, the
-    # catalog's task count and the expert scores.
-    with django_assert_num_queries(5):
+    # catalog's task count, the expert scores, and the entries' provenance (their kernels'
+    # evaluations, their owners' uploads).
+    with django_assert_num_queries(7):
         assert client.get(pages[0]).status_code == 200
     # version, filter choices, the pairs
     with django_assert_num_queries(3):

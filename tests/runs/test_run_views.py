@@ -197,9 +197,7 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     for run in stored:  # one task, then two
         with django_assert_num_queries(13):
             client.get(f"/api/runs/{run.pk}/")
-        # The API's 12, the scores, the moderation log, and whether the run (asked twice)
-        # and its twin hold a cell back from the rankings (the breakdowns link).
-        with django_assert_num_queries(17):
+        with django_assert_num_queries(14):  # the API's 12, the scores, the moderation log
             html = client.get(f"/runs/{run.pk}/").content.decode()
         assert 'data-figure="run-implementation"' in html
 
