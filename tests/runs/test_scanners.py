@@ -313,3 +313,19 @@ def test_text_scan_and_redact_text_on_a_proposal():
     text = "# Plan\n\nAsk ops@lab.ai for the GPU.\n"
     assert [(h.line, h.rule) for h in text_scan(text=text)] == [(3, "secrets")]
     assert redact_text(text) == ("# Plan\n\nAsk [redacted email] for the GPU.\n", 1)
+
+
+def test_the_scanners_import_no_django_and_nothing_of_the_project_but_themselves():
+    import runs.scanners
+    from tests.import_walk import imports_of_package, reaches
+
+    package = Path(runs.scanners.__file__).parent
+    root = package.parent.parent
+    project = [p.name for p in root.iterdir() if (p / "__init__.py").is_file()]
+    offenders = [
+        f"{path.name}: {name}"
+        for path, name in imports_of_package(package)
+        if not reaches(name, "runs.scanners")
+        and any(reaches(name, forbidden) for forbidden in ["django", "rest_framework", *project])
+    ]
+    assert "runs" in project and offenders == []
