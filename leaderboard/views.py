@@ -112,7 +112,9 @@ def paired(request: HttpRequest) -> HttpResponse:
 
 
 def _pairs(filters: Filters) -> dict:
-    context = {"filters": filters, "pairs": leaderboard_pairs(filters=filters)}
+    pairs = leaderboard_pairs(filters=filters)
+    sides = [side for p in pairs for side in (p.without, p.with_guidance)]
+    context = {"filters": filters, "pairs": pairs, "audit": leaderboard_entry_audit(rows=sides)}
     board = fragment(template="leaderboard/_pairs.html", context=context)
     return {"choices": run_filter_choices(), "board": board}
 

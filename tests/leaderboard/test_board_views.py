@@ -155,8 +155,8 @@ def test_pages_query_count_is_constant_in_the_number_of_runs(
     # evaluations, their owners' uploads).
     with django_assert_num_queries(7):
         assert client.get(pages[0]).status_code == 200
-    # version, filter choices, the pairs
-    with django_assert_num_queries(3):
+    # version, filter choices, the pairs, their provenance (kernels, owners' uploads)
+    with django_assert_num_queries(5):
         assert client.get(pages[1]).status_code == 200
     # version, the pairs, catalog size, latest evaluations
     with django_assert_num_queries(4):

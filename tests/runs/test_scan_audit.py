@@ -291,3 +291,11 @@ def test_the_trace_api_says_when_a_secret_free_trace_is_shown_as_uploaded(upload
     body = APIClient().get(f"/api/runs/{run.pk}/traces/row_softmax/").json()
     assert body["redacted"] is False
     assert json.dumps(body)  # plain JSON
+
+
+def test_the_paired_board_shows_each_sides_uploads(upload):
+    upload(good_files("row_softmax"), is_public="true")
+    upload(good_files("row_softmax"), is_public="true")  # best of two without guidance
+    upload(good_files("row_softmax", levels=["L1", "L2", "L3"]), is_public="true")
+    board = Client().get("/leaderboard/paired/").content.decode()
+    assert board.count("2 uploads<") == 1 and board.count("1 upload<") == 1
