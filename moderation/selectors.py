@@ -69,7 +69,10 @@ def run_rankable(run: Run) -> bool:
 
 def cell_verdicts_for(*, run: Run) -> dict[int, CellVerdict]:
     """The run's cell verdicts by task id."""
-    return {c.task_id: c for c in CellVerdict.objects.filter(run=run).select_related("decided_by")}
+    return {
+        c.task_id: c
+        for c in CellVerdict.objects.filter(run=run).select_related("decided_by", "task")
+    }
 
 
 def cell_verdicts_search(*, verdict: str = "", rule: str = "") -> QuerySet[CellVerdict]:

@@ -299,3 +299,28 @@ def test_the_paired_board_shows_each_sides_uploads(upload):
     upload(good_files("row_softmax", levels=["L1", "L2", "L3"]), is_public="true")
     board = Client().get("/leaderboard/paired/").content.decode()
     assert board.count("2 uploads<") == 1 and board.count("1 upload<") == 1
+
+
+def test_the_verdicts_api_reads_cells_and_lets_staff_decide_them(upload, uploader):
+    from tests.factories import token_client
+
+    upload(is_public="true", confirm_redaction="true")
+    run = Run.objects.get()
+    url = f"/api/runs/{run.pk}/verdicts/"
+    cells = APIClient().get(url).json()
+    assert [(c["task"], c["verdict"], c["reviewed"]) for c in cells] == [
+        ("layernorm_fwd", "needs_review", False),
+        ("row_softmax", "needs_review", False),
+    ]
+    body = {"task": "row_softmax", "verdict": "reward_hack", "reason": "Edited the grader."}
+    assert APIClient().post(url, body, format="json").status_code == 401
+    assert uploader.post(url, body, format="json").status_code == 403
+    staff = token_client(UserFactory(username="mod-api", is_staff=True))
+    done = staff.post(url, {**body, "quote": "../evaluator/grader.py", "line": 3}, format="json")
+    assert done.status_code == 201
+    assert done.json()["verdict"] == "reward_hack" and done.json()["reviewed"] is True
+    assert ModerationAction.objects.get().verdict == "reward_hack"
+    for bad in ({"verdict": "guilty"}, {"task": "nope"}, {"line": 0}, {"reason": ""}):
+        refused = staff.post(url, {**body, **bad}, format="json")
+        assert refused.status_code == 400, bad
+    assert ModerationAction.objects.count() == 1
