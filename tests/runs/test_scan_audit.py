@@ -324,3 +324,20 @@ def test_the_verdicts_api_reads_cells_and_lets_staff_decide_them(upload, uploade
         refused = staff.post(url, {**body, **bad}, format="json")
         assert refused.status_code == 400, bad
     assert ModerationAction.objects.count() == 1
+
+
+def test_the_upload_form_refuses_to_publish_secrets_unless_the_box_is_ticked(
+    owner_client, run_tasks, fake_cli, django_capture_on_commit_callbacks
+):
+    def post(**fields):
+        bundle = SimpleUploadedFile("run.zip", make_zip(planted_files()))
+        with django_capture_on_commit_callbacks(execute=True):
+            return owner_client.post("/runs/new/", {"bundle": bundle, **fields})
+
+    refused = post(is_public="on")
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "nothing was stored" in html and "traces/row_softmax.jsonl" in html
+    assert KEY not in html and not Run.objects.exists()
+    stored = post(is_public="on", confirm_redaction="on")
+    assert stored.status_code == 302 and Run.objects.get().is_public
