@@ -26,6 +26,7 @@ from .selectors import (
     run_filter_choices,
     task_run_matrix,
 )
+from .selectors.audit import leaderboard_entry_audit
 from .selectors.board import (
     DEFAULT_SORT,
     PAGE_COLUMNS,
@@ -119,6 +120,7 @@ def _board(asked: Filters) -> dict:
         "score_keys": [c.key for c in SCORE_COLUMNS],
         "figure": level_scores_figure(rows=chart) if chart else None,
         "pending": _pending_by_gpu(hardware=filters.hardware),
+        "audit": leaderboard_entry_audit(rows=table.rows),
     }
     board = fragment(template="leaderboard/_board.html", context=context)
     return {"choices": run_filter_choices(), "board": board, "scope": filters}
@@ -143,10 +145,17 @@ def paired(request: HttpRequest) -> HttpResponse:
 
 def _pairs(asked: Filters) -> dict:
     filters = board_scope(filters=asked)
+    pairs = leaderboard_pairs(filters=filters)
+    sides = [
+        {"run_ids": p[key], "hardware": p["hardware"]}
+        for p in pairs
+        for key in ("without_run_ids", "with_run_ids")
+    ]
     context = {
         "filters": filters,
-        "pairs": leaderboard_pairs(filters=filters),
+        "pairs": pairs,
         "score_columns": SCORE_COLUMNS,
+        "audit": leaderboard_entry_audit(rows=sides),
     }
     board = fragment(template="leaderboard/_pairs.html", context=context)
     return {"choices": run_filter_choices(), "board": board, "scope": filters}

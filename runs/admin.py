@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from runs.models import Proposal, Run, Trace
+from runs.models import Proposal, Run, ScanHit, Trace
 
 
 class TraceInline(admin.TabularInline):
@@ -31,8 +31,10 @@ class TraceAdmin(admin.ModelAdmin):
     list_display = ("id", "run", "task", "event_count", "turns_used", "raw_bytes", "stored_bytes")
     list_select_related = ("run", "task")
     search_fields = ("=run__id", "task__slug")
-    exclude = ("pages",)
-    readonly_fields = tuple(f.name for f in Trace._meta.fields if f.name not in ("id", "pages"))
+    exclude = ("pages", "redacted_pages")
+    readonly_fields = tuple(
+        f.name for f in Trace._meta.fields if f.name not in ("id", "pages", "redacted_pages")
+    )
 
 
 @admin.register(Proposal)
@@ -40,3 +42,20 @@ class ProposalAdmin(admin.ModelAdmin):
     list_display = ("id", "run", "task")
     list_select_related = ("run", "task")
     raw_id_fields = ("run",)
+
+
+@admin.register(ScanHit)
+class ScanHitAdmin(admin.ModelAdmin):
+    """The scanners' hits, read-only: they are written on upload (runs.audit)."""
+
+    list_display = ("run", "task", "rule", "line", "event_type", "quote")
+    list_filter = ("rule",)
+    list_select_related = ("run", "task")
+    search_fields = ("=run__id", "task__slug", "quote")
+    readonly_fields = tuple(f.name for f in ScanHit._meta.fields if f.name != "id")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -96,6 +96,10 @@ class Trace(BaseModel):
     final_submit_turn = models.PositiveIntegerField(null=True, blank=True)
     final_submit_line = models.PositiveIntegerField(null=True, blank=True)
     end_reason = models.CharField(max_length=100, blank=True)
+    # The public copy when the trace holds secrets (runs.scanners): the same lines with
+    # each secret replaced, stored and paged like `file`; blank when nothing was replaced.
+    redacted_file = models.FileField(upload_to="runs/traces/", max_length=300, blank=True)
+    redacted_pages = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "task__position", "task__slug"]
@@ -126,3 +130,41 @@ class Proposal(BaseModel):
 
     def __str__(self) -> str:
         return f"proposal for {self.task_id} in run #{self.run_id}"
+
+
+class ScanHit(BaseModel):
+    """One scanner rule's nomination in a trace or a proposal (runs.scanners): the line
+    (the event, for a trace), its type and a short quote, secrets masked. A hit never
+    changes a verdict by itself; integrity hits put their cell up for review."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="scan_hits")
+    task = models.ForeignKey("task_catalog.Task", on_delete=models.PROTECT, related_name="+")
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, null=True, blank=True, related_name="scan_hits"
+    )
+    proposal = models.ForeignKey(
+        Proposal, on_delete=models.CASCADE, null=True, blank=True, related_name="scan_hits"
+    )
+    rule = models.CharField(max_length=32, db_index=True)
+    line = models.PositiveIntegerField(null=True, blank=True)
+    event_type = models.CharField(max_length=64, blank=True)
+    quote = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["run", "task__position", "task__slug", "trace", "line", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(trace__isnull=False, proposal__isnull=True)
+                | models.Q(trace__isnull=True, proposal__isnull=False),
+                name="scan_hit_one_source",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule} at line {self.line} of {self.task_id} in run #{self.run_id}"
+
+    @property
+    def file(self) -> str:
+        """The bundle file the hit is in."""
+        kind = "traces" if self.trace_id else "proposals"
+        return f"{kind}/{self.task.slug}.{'jsonl' if self.trace_id else 'md'}"

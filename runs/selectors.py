@@ -15,6 +15,7 @@ from accounts.models import User
 from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace
+from runs.scanners import redact_text
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
 from scoring.models import TaskScore
 from scoring.selectors.catalog import catalog_digest, run_catalog_tasks
@@ -33,10 +34,14 @@ def catalog_version_current() -> str:
     return catalog_digest()[0]
 
 
-def _can_view(*, user: User | AnonymousUser, run: Run) -> bool:
-    if run.is_public:
-        return True
+def viewer_sees_raw(*, user: User | AnonymousUser, run: Run) -> bool:
+    """Whether `user` sees the run's traces and proposals as uploaded (its owner and
+    staff) rather than with secrets redacted (everyone else)."""
     return bool(user.is_authenticated and (user.is_staff or run.owner_id == user.pk))
+
+
+def _can_view(*, user: User | AnonymousUser, run: Run) -> bool:
+    return run.is_public or viewer_sees_raw(user=user, run=run)
 
 
 def run_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> Run:
@@ -173,7 +178,7 @@ class RunDetail:
 
 
 def _results(
-    run: Run, *, with_proposals: bool, stored: dict[int, TaskScore]
+    run: Run, *, with_proposals: bool, stored: dict[int, TaskScore], redacted: bool = True
 ) -> tuple[dict[int, TaskResult], str]:
     """The run's outcome per task id, and its derived state (from the same rows)."""
     submissions = {
@@ -196,6 +201,8 @@ def _results(
         )
         text = proposals.get(task_id)
         score = stored.get(submission.pk) if submission else None
+        if text is not None and redacted:
+            text = redact_text(text)[0]
         results[task_id] = TaskResult(
             submission_id=submission.pk if submission else None,
             status=status,
@@ -232,7 +239,12 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
         .only("submission_id", "counts", "speedup")
         .order_by()
     }
-    mine, state = _results(run, with_proposals=True, stored=stored)
+    mine, state = _results(
+        run,
+        with_proposals=True,
+        stored=stored,
+        redacted=not viewer_sees_raw(user=user, run=run),
+    )
     theirs, pair_state = _results(pair, with_proposals=False, stored=stored) if pair else ({}, None)
     pinned = run_catalog_tasks(run=run)
     extra = (set(mine) | set(theirs)) - {t.pk for t in pinned}
@@ -268,6 +280,7 @@ class TracePage:
     page_count: int
     event_type: str | None
     final_page: int | None
+    redacted: bool = False
 
     @property
     def has_previous(self) -> bool:
@@ -306,21 +319,35 @@ def trace_event_types(*, trace: Trace) -> dict[str, int]:
     return {t: int(trace.event_types[t]) for t in order}
 
 
-def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) -> TracePage:
-    """One page of the trace, decompressed from its own gzip member(s) only."""
+def trace_is_redacted_for(*, user: User | AnonymousUser, trace: Trace) -> bool:
+    """Whether `user` is shown the trace's redacted copy: it has one (secrets were
+    found) and `user` is neither the owner nor staff."""
+    return bool(trace.redacted_file) and not viewer_sees_raw(user=user, run=trace.run)
+
+
+def trace_page(
+    *, trace: Trace, page: Any = 0, event_type: str | None = None, redacted: bool = False
+) -> TracePage:
+    """One page of the trace, decompressed from its own gzip member(s) only; from the
+    redacted copy when `redacted` (trace_is_redacted_for) and the trace has one."""
     try:
         number = max(0, int(page))
     except (TypeError, ValueError):
         number = 0
     event_type = event_type or None
-    with default_storage.open(str(trace.file.name), "rb") as handle:
+    redacted = redacted and bool(trace.redacted_file)
+    name = trace.redacted_file.name if redacted else trace.file.name
+    problems = trace.problems
+    if redacted:
+        problems = [{**p, "message": redact_text(str(p["message"]))[0]} for p in problems]
+    with default_storage.open(str(name), "rb") as handle:
         events, count = trace_page_read(
             handle=handle,
-            pages=trace.pages,
+            pages=trace.redacted_pages if redacted else trace.pages,
             submit_lines=trace.submit_lines,
             page=number,
             event_type=event_type,
-            problems=trace.problems,
+            problems=problems,
             problems_complete=len(trace.problems) >= trace.problem_count,
         )
     # The jump to the final kernel always lands on the unfiltered page that holds it.
@@ -334,11 +361,15 @@ def trace_page(*, trace: Trace, page: Any = 0, event_type: str | None = None) ->
         page_count=count,
         event_type=event_type,
         final_page=final_page,
+        redacted=redacted,
     )
 
 
-def trace_raw_open(*, trace: Trace) -> tuple[IO[bytes], str]:
+def trace_raw_open(*, trace: Trace, redacted: bool = False) -> tuple[IO[bytes], str]:
     """The stored file (the uploaded trace, gzip-compressed) opened for reading, and the
-    name it downloads as."""
+    name it downloads as; the redacted copy when `redacted` and the trace has one."""
+    if redacted and trace.redacted_file:
+        handle = default_storage.open(str(trace.redacted_file.name), "rb")
+        return handle, f"run{trace.run_id}-{trace.task.slug}.redacted.jsonl.gz"
     handle = default_storage.open(str(trace.file.name), "rb")
     return handle, f"run{trace.run_id}-{trace.task.slug}.jsonl.gz"

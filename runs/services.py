@@ -17,7 +17,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import User
+from moderation.services import cells_nominate
 from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
+from runs.audit import (
+    RedactionUnconfirmed,
+    proposal_audit,
+    run_integrity_hits,
+    run_secrets,
+    trace_audit,
+)
 from runs.models import Proposal, Run, RunState, Trace
 from runs.selectors import (
     catalog_version_current,
@@ -82,13 +90,17 @@ def run_create_from_bundle(
     is_public: bool = False,
     is_example: bool = False,
     enforce_quota: bool = True,
+    confirm_redaction: bool = False,
 ) -> Run:
-    """Validate the bundle, store the run with its traces and proposals, make each kernel
-    a submission of the run queued for evaluation, and pair the run with its twin.
+    """Validate the bundle, store the run with its traces and proposals, scan them
+    (runs.audit), make each kernel a submission of the run queued for evaluation, and
+    pair the run with its twin.
 
     Raises BundleRejected with every problem found; then nothing is stored; and
     QuotaExceeded past the owner's quotas (submissions.quotas), checked in the transaction
-    that stores the run, with its rows counted.
+    that stores the run, with its rows counted. A public upload whose traces or proposals
+    hold secrets is rejected unless `confirm_redaction` (the owner agrees that the public
+    sees them redacted).
     """
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
@@ -114,9 +126,15 @@ def run_create_from_bundle(
                 proposal = Proposal(run=run, task=tasks[slug], text=text)
                 proposal.full_clean(exclude=["run", "task"])
                 proposal.save()
+                proposal_audit(proposal=proposal)
             for slug, raw in sorted(bundle.traces.items()):
                 stored = _trace_store(run=run, task=tasks[slug], raw=raw, bundle=bundle)
                 written.append(stored.name)
+                written.extend(trace_audit(trace=stored.trace, raw=raw))
+            secrets = run_secrets(run=run)
+            if is_public and secrets and not confirm_redaction:
+                raise BundleRejected(secrets.errors())
+            cells_nominate(run=run, hits=run_integrity_hits(run=run))
             for slug, source in sorted(bundle.kernels.items()):
                 try:
                     submission_create(
@@ -429,10 +447,17 @@ def example_runs_load(*, tasks: list[str] | None = None, attempts: int = 1) -> l
 
 
 @transaction.atomic
-def run_visibility_set(*, run: Run, user: User, is_public: bool) -> Run:
-    """Publish or unpublish a run with its kernels: its owner (or staff) only."""
+def run_visibility_set(
+    *, run: Run, user: User, is_public: bool, confirm_redaction: bool = False
+) -> Run:
+    """Publish or unpublish a run with its kernels: its owner (or staff) only. Publishing
+    a run that holds secrets raises RedactionUnconfirmed unless `confirm_redaction`."""
     if not (user.is_staff or run.owner_id == user.pk):
         raise PermissionDenied("Only the owner publishes or unpublishes a run.")
+    if is_public and not run.is_public and not confirm_redaction:
+        secrets = run_secrets(run=run)
+        if secrets:
+            raise RedactionUnconfirmed(secrets)
     run.is_public = is_public
     run.save(update_fields=["is_public", "updated_at"])
     Submission.objects.filter(run=run).update(is_public=is_public, updated_at=timezone.now())

@@ -1,17 +1,20 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.auth import authenticated_user
 from leaderboard.selectors.breakdowns import run_level_charts
-from moderation.forms import ModerationForm
-from moderation.selectors import moderation_actions_for
-from moderation.services import moderation_act
+from moderation.forms import CellVerdictForm, ModerationForm
+from moderation.selectors import cell_verdicts_for, cell_verdicts_search, moderation_actions_for
+from moderation.services import cell_verdict_set, moderation_act
 from runformat import SCHEMAS, schema_load
-from runs.forms import BundleUploadForm, PairForm
+from runs.audit import RedactionUnconfirmed, run_hits_by_task, scan_hits_search
+from runs.forms import AuditSearchForm, BundleUploadForm, PairForm
 from runs.models import Run
 from runs.selectors import (
     EXAMPLE_LABEL,
@@ -21,8 +24,10 @@ from runs.selectors import (
     run_pair_candidates,
     trace_event_types,
     trace_get_for_viewer,
+    trace_is_redacted_for,
     trace_page,
     trace_raw_open,
+    viewer_sees_raw,
 )
 from runs.services import (
     BundleRejected,
@@ -34,6 +39,7 @@ from runs.services import (
 )
 from scoring.selectors import run_scores_view
 from submissions.quotas import QuotaExceeded
+from task_catalog.models import Task
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -53,6 +59,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                 owner=authenticated_user(request.user),
                 data=data,
                 is_public=form.cleaned_data["is_public"],
+                confirm_redaction=form.cleaned_data["confirm_redaction"],
             )
         except BundleRejected as exc:
             errors = list(exc.errors)
@@ -79,12 +86,63 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "moderation_actions": moderation_actions_for(run=run),
         "is_owner": request.user.is_authenticated and request.user.pk == run.owner_id,
+        "verdicts": cell_verdicts_for(run=run),
+        "hold_needs_review": settings.D2K_AUDIT_HOLD_NEEDS_REVIEW,
     }
+    context["sees_raw"] = viewer_sees_raw(user=request.user, run=run)
+    if context["sees_raw"]:
+        context["hits"] = run_hits_by_task(run=run)
     if context["is_owner"]:
         context["pair_form"] = PairForm(candidates=run_pair_candidates(run=run))
     if request.user.is_authenticated and request.user.is_staff:
         context["moderation_form"] = ModerationForm()
+        context["verdict_form"] = CellVerdictForm()
     return render(request, "runs/detail.html", context)
+
+
+@login_required
+@require_POST
+def verdict(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_get_for_viewer(user=request.user, pk=pk)
+    form = CellVerdictForm(request.POST)
+    task = Task.objects.filter(slug=request.POST.get("task", "")).first()
+    try:
+        if not form.is_valid() or task is None:
+            raise ValidationError("Choose a task and a verdict, and give a reason.")
+        data = form.cleaned_data
+        cell_verdict_set(
+            actor=authenticated_user(request.user),
+            run=run,
+            task=task,
+            verdict=data["verdict"],
+            reason=data["reason"],
+            quote=data["quote"],
+            line=data["line"],
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"{task.slug}: {data['verdict']}, logged.")
+    anchor = f"#task-{task.slug}" if task else ""
+    return redirect(reverse("runs:detail", args=[run.pk]) + anchor)
+
+
+@login_required
+def audit(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only moderators search the scanners' hits.")
+    form = AuditSearchForm(request.GET or None)
+    rule = verdict_value = ""
+    if form.is_valid():
+        rule, verdict_value = form.cleaned_data["rule"], form.cleaned_data["verdict"]
+    context = {
+        "form": form,
+        "hits": scan_hits_search(rule=rule, verdict=verdict_value)[:500],
+        "cells": cell_verdicts_search(verdict=verdict_value, rule=rule)[:500],
+        "rule": rule,
+        "verdict": verdict_value,
+    }
+    return render(request, "runs/audit.html", context, status=200 if form.is_valid() else 400)
 
 
 @login_required
@@ -92,7 +150,17 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
 def visibility(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
     is_public = request.POST.get("is_public") == "true"
-    run_visibility_set(run=run, user=authenticated_user(request.user), is_public=is_public)
+    confirmed = request.POST.get("confirm_redaction") == "true"
+    try:
+        run_visibility_set(
+            run=run,
+            user=authenticated_user(request.user),
+            is_public=is_public,
+            confirm_redaction=confirmed,
+        )
+    except RedactionUnconfirmed as exc:
+        context = {"run": run, "message": str(exc), "secrets": exc.secrets.hits}
+        return render(request, "runs/publish_confirm.html", context, status=409)
     word = "published: everyone sees it" if is_public else "private: only you see it"
     messages.success(request, f"Run #{run.pk} and its kernels are {word}.")
     return redirect("runs:detail", pk=run.pk)
@@ -143,7 +211,10 @@ def pair(request: HttpRequest, pk: int) -> HttpResponse:
 def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
     found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
     event_type = request.GET.get("type") or None
-    page = trace_page(trace=found, page=request.GET.get("page", 0), event_type=event_type)
+    redacted = trace_is_redacted_for(user=request.user, trace=found)
+    page = trace_page(
+        trace=found, page=request.GET.get("page", 0), event_type=event_type, redacted=redacted
+    )
     types = list(trace_event_types(trace=found))
     label = EXAMPLE_LABEL if found.run.is_example else None
     return render(
@@ -153,7 +224,8 @@ def trace(request: HttpRequest, pk: int, task: str) -> HttpResponse:
 
 def trace_raw(request: HttpRequest, pk: int, task: str) -> FileResponse:
     found = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
-    handle, filename = trace_raw_open(trace=found)
+    redacted = trace_is_redacted_for(user=request.user, trace=found)
+    handle, filename = trace_raw_open(trace=found, redacted=redacted)
     return FileResponse(
         handle, as_attachment=True, filename=filename, content_type="application/gzip"
     )

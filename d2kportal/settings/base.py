@@ -220,3 +220,6 @@ D2K_RUN_BUNDLE_MAX_FILES = 400
 D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 D2K_RUN_BUNDLE_MAX_RATIO = 100
 D2K_RUN_TRACE_MAX_BYTES = 128 * 1024 * 1024
+# A cell the trace scanners nominate (needs_review) stays off the rankings until a
+# moderator reviews it (docs/security.md); false: it ranks while it waits.
+D2K_AUDIT_HOLD_NEEDS_REVIEW = env.bool("D2K_AUDIT_HOLD_NEEDS_REVIEW", default=True)

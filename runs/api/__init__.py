@@ -23,10 +23,12 @@ from rest_framework.views import APIView
 from accounts.auth import HasScope, authenticated_user
 from core.pagination import paginated
 from core.sizes import too_large_message
-from moderation.selectors import moderation_actions_for
+from moderation.models import CellVerdict
+from moderation.selectors import cell_verdicts_for, moderation_actions_for
 from moderation.services import moderation_act
 from runformat import BundleError
 from runs.api.traces import trace_summary_data
+from runs.audit import RedactionUnconfirmed
 from runs.models import Run
 from runs.selectors import (
     RunDetail,
@@ -45,7 +47,6 @@ from scoring.selectors import run_scores_view
 from submissions.api import (
     ERRORS,
     ModerationActionSerializer,
-    VisibilitySerializer,
     quota_refusal,
 )
 from submissions.quotas import QuotaExceeded
@@ -70,6 +71,34 @@ ERROR_BODY = inline_serializer(
 class RunUploadSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="The run bundle (zip), see docs/run-format.md.")
     is_public = serializers.BooleanField(required=False, default=False)
+    confirm_redaction = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Publish a bundle whose traces or proposals hold secrets: the public sees "
+        "them redacted (docs/security.md). Without it such a public upload is a 400 that "
+        "lists each secret.",
+    )
+
+
+class RunVisibilitySerializer(serializers.Serializer):
+    is_public = serializers.BooleanField()
+    confirm_redaction = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Publish a run that holds secrets, the public seeing them redacted; "
+        "without it such a publish is a 409 that lists each secret.",
+    )
+
+
+class _NotABoolean(ValueError):
+    pass
+
+
+def _flag(request: Request, name: str) -> bool:
+    try:
+        return bool(serializers.BooleanField().to_internal_value(request.POST.get(name, False)))
+    except serializers.ValidationError as exc:
+        raise _NotABoolean(f"`{name}` must be true or false.") from exc
 
 
 def _errors(errors: list[BundleError] | tuple[BundleError, ...]) -> Response:
@@ -96,9 +125,23 @@ def _result(result: TaskResult | None, request: HttpRequest) -> dict[str, Any] |
     }
 
 
+def _verdict(cell: CellVerdict | None) -> dict[str, Any] | None:
+    if cell is None:
+        return None
+    return {
+        "verdict": cell.verdict,
+        "quote": cell.quote,
+        "reason": cell.reason,
+        "line": cell.line,
+        "reviewed": cell.decided_by_id is not None,
+        "updated_at": cell.updated_at,
+    }
+
+
 def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
     """The JSON of `GET /api/runs/<id>/`: what the run page shows."""
     run = detail.run
+    verdicts = cell_verdicts_for(run=run)
     return {
         "id": run.pk,
         "url": request.build_absolute_uri(reverse("runs:detail", args=[run.pk])),
@@ -126,6 +169,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "tasks": [
             {
                 "task": row.task.slug,
+                "verdict": _verdict(verdicts.get(row.task.pk)),
                 "result": _result(row.mine, request),
                 "pair_result": _result(row.twin, request),
             }
@@ -199,11 +243,10 @@ class RunListCreateApi(APIView):
             message = "Send the run bundle (a zip) as the multipart field `bundle`."
             return _errors([BundleError(None, None, message)])
         try:
-            is_public = serializers.BooleanField().to_internal_value(
-                request.POST.get("is_public", False)
-            )
-        except serializers.ValidationError:
-            return _errors([BundleError(None, None, "`is_public` must be true or false.")])
+            is_public = _flag(request, "is_public")
+            confirm_redaction = _flag(request, "confirm_redaction")
+        except _NotABoolean as exc:
+            return _errors([BundleError(None, None, str(exc))])
         limit = settings.D2K_RUN_BUNDLE_MAX_BYTES
         if upload.size > limit:
             message = too_large_message(what="The bundle", size=upload.size, limit=limit)
@@ -211,7 +254,10 @@ class RunListCreateApi(APIView):
         data = upload.read(limit + 1)
         try:
             run = run_create_from_bundle(
-                owner=authenticated_user(request.user), data=data, is_public=is_public
+                owner=authenticated_user(request.user),
+                data=data,
+                is_public=is_public,
+                confirm_redaction=confirm_redaction,
             )
         except BundleRejected as exc:
             return _errors(exc.errors)
@@ -234,7 +280,8 @@ class RunDetailApi(APIView):
         responses=OpenApiResponse(
             description="The run page as JSON: the manifest, the derived state, `pair` (the "
             "twin's id), `scores` (the run's scores, its `twin`'s and the `uplift`, see "
-            "docs/scores.md), and per task `result` and `pair_result` (status, speedup, "
+            "docs/scores.md), and per task `verdict` (the moderators' cell verdict with its "
+            "quote and reason, null before any), `result` and `pair_result` (status, speedup, "
             "submission, proposal HTML, and the trace summary with its links: `url` the "
             "trace page, `api_url` its events, `raw_api_url` the uploaded file).",
         )
@@ -243,19 +290,35 @@ class RunDetailApi(APIView):
         run = run_get_for_viewer(user=request.user, pk=pk)
         return Response(run_detail_data(run_detail(run=run, user=request.user), request))
 
-    @extend_schema(request=VisibilitySerializer, responses={200: OpenApiResponse(), **ERRORS})
+    @extend_schema(
+        request=RunVisibilitySerializer,
+        responses={
+            200: OpenApiResponse(),
+            409: OpenApiResponse(
+                description="The run holds secrets and `confirm_redaction` was not sent: "
+                "`detail` says so, `secrets` lists each (file, line, masked quote)."
+            ),
+            **ERRORS,
+        },
+    )
     def patch(self, request: Request, pk: int) -> Response:
         run = run_get_for_viewer(user=request.user, pk=pk)
-        serializer = VisibilitySerializer(data=request.data)
+        serializer = RunVisibilitySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
             run_visibility_set(
                 run=run,
                 user=authenticated_user(request.user),
                 is_public=serializer.validated_data["is_public"],
+                confirm_redaction=serializer.validated_data["confirm_redaction"],
             )
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from exc
+        except RedactionUnconfirmed as exc:
+            secrets = [{"file": h.file, "line": h.line, "quote": h.quote} for h in exc.secrets.hits]
+            return Response(
+                {"detail": str(exc), "secrets": secrets}, status=status.HTTP_409_CONFLICT
+            )
         return Response(run_detail_data(run_detail(run=run, user=request.user), request))
 
 

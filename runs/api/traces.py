@@ -23,11 +23,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.models import Trace
+from runs.scanners import redact_text
 from runs.selectors import (
     EXAMPLE_LABEL,
     TracePage,
     trace_event_types,
     trace_get_for_viewer,
+    trace_is_redacted_for,
     trace_page,
     trace_raw_open,
 )
@@ -36,6 +38,14 @@ from runs.traces import KNOWN_TYPES, MALFORMED, OTHER, PAGE_LINES, TraceEvent
 NOT_FOUND = OpenApiResponse(
     description="No such run, not one the caller may see, or no trace of this task in it."
 )
+
+
+def _problems(trace: Trace, request: HttpRequest) -> list[dict[str, Any]]:
+    """The trace's problems; their messages redacted where the caller reads the redacted
+    copy (a schema message may quote a value)."""
+    if trace.redacted_file and trace_is_redacted_for(user=request.user, trace=trace):
+        return [{**p, "message": redact_text(str(p["message"]))[0]} for p in trace.problems]
+    return trace.problems
 
 
 def trace_summary_data(trace: Trace, request: HttpRequest) -> dict[str, Any]:
@@ -156,6 +166,10 @@ class TracePageSerializer(serializers.Serializer):
         allow_null=True, help_text="Set on an example run written by hand."
     )
     trace = TraceDetailSerializer()
+    redacted = serializers.BooleanField(
+        help_text="True when the events come from the redacted copy: the trace holds secrets "
+        "and the caller is neither its owner nor staff (docs/security.md)."
+    )
     type = serializers.CharField(allow_null=True, help_text="The type filter, or null.")
     page = serializers.IntegerField(help_text="This page, counted from 0 as on the page.")
     pages = serializers.IntegerField(help_text="Pages of this view (at least 1).")
@@ -239,11 +253,12 @@ def trace_page_data(view: TracePage, request: HttpRequest) -> dict[str, Any]:
         "example_label": EXAMPLE_LABEL if run.is_example else None,
         "trace": {
             **trace_summary_data(trace, request),
-            "problems": trace.problems,
+            "problems": _problems(trace, request),
             "event_types": trace_event_types(trace=trace),
             "submit_lines": trace.submit_lines,
             "final_submit_line": trace.final_submit_line,
         },
+        "redacted": view.redacted,
         "type": view.event_type,
         "page": view.page,
         "pages": view.page_count,
@@ -290,7 +305,12 @@ class RunTraceApi(APIView):
         params = TraceQuerySerializer(data=request.query_params, context={"types": types})
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        view = trace_page(trace=trace, page=data["page"], event_type=data["type"] or None)
+        view = trace_page(
+            trace=trace,
+            page=data["page"],
+            event_type=data["type"] or None,
+            redacted=trace_is_redacted_for(user=request.user, trace=trace),
+        )
         if view.is_past_end:
             raise NotFound(
                 f"Page {view.page} is past the last page: this view of the trace has "
@@ -321,14 +341,17 @@ class RunTraceRawApi(APIView):
             (200, "application/gzip"): OpenApiResponse(
                 OpenApiTypes.BINARY,
                 description="The trace file as uploaded, gzip-compressed (`gunzip` gives the "
-                "original bytes back), as `run<id>-<task>.jsonl.gz`.",
+                "original bytes back), as `run<id>-<task>.jsonl.gz`; to anyone but the owner "
+                "and staff, the redacted copy of a trace that holds secrets, as "
+                "`run<id>-<task>.redacted.jsonl.gz`.",
             ),
             404: NOT_FOUND,
         },
     )
     def get(self, request: Request, pk: int, task: str) -> FileResponse:
         trace = trace_get_for_viewer(user=request.user, run_pk=pk, task=task)
-        handle, filename = trace_raw_open(trace=trace)
+        redacted = trace_is_redacted_for(user=request.user, trace=trace)
+        handle, filename = trace_raw_open(trace=trace, redacted=redacted)
         return FileResponse(
             handle, as_attachment=True, filename=filename, content_type="application/gzip"
         )

@@ -10,6 +10,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
 from runformat.jsonsafe import json_loads_checked
+from runs.scanners import redact_text
 from runs.traces import PAGE_LINES
 from task_catalog.rendering import PYGMENTS_CSS_CLASS, code_highlight
 
@@ -66,3 +67,9 @@ def guidance_of(run: Any, slug: str) -> dict[str, Any] | None:
     versions = getattr(run, "guidance_versions", None) or {}
     entry = versions.get(slug)
     return entry if isinstance(entry, dict) else None
+
+
+@register.filter
+def redact(value: Any) -> str:
+    """The text with its secrets replaced (runs.scanners), for what the public reads."""
+    return redact_text(str(value))[0]

@@ -161,12 +161,14 @@ def test_pages_query_count_is_constant_in_the_number_of_runs(
     pages = [reverse(f"leaderboard:{name}") for name in ("leaderboard", "paired", "home")]
     # The data version, then (built once per version) the board's catalog version and GPU,
     # the filter choices, the scores, the current catalog (the experts' reference rows
-    # join only the current catalog's board; these runs are of another) and the baselines
-    # a new task version lacks.
-    with django_assert_num_queries(6):
+    # join only the current catalog's board; these runs are of another), the baselines
+    # a new task version lacks, and the entries' provenance (their kernels' evaluations,
+    # their owners' uploads).
+    with django_assert_num_queries(8):
         assert client.get(pages[0]).status_code == 200
-    # version, the board's scope, filter choices, the pairs
-    with django_assert_num_queries(4):
+    # version, the board's scope, filter choices, the pairs, their provenance (kernels,
+    # owners' uploads)
+    with django_assert_num_queries(6):
         assert client.get(pages[1]).status_code == 200
     # version, the board's scope, the pairs, catalog size, latest evaluations
     with django_assert_num_queries(5):
