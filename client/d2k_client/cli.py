@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -39,6 +40,7 @@ from .display import (
     say,
     table,
     task_show,
+    terminal_width,
 )
 from .follow import FollowTimedOut, run_follow, run_tally
 from .packing import bundle_check, bundle_pack
@@ -505,11 +507,13 @@ def leaderboard(
         wanted = board_columns(rows, chosen)
     except ValueError as exc:
         raise ClientError(f"--columns: {exc}") from None
-    shown, left_out = fitted_columns(rows, wanted, console.width)
-    console.print(board_table(rows, shown))
+    width = terminal_width()
+    shown, left_out = fitted_columns(rows, wanted, width)
+    # A console as wide as the terminal is now (the shared one keeps the width it started with).
+    Console(width=width).print(board_table(rows, shown))
     if left_out:
         say(
-            f"{len(left_out)} column(s) left out to fit {console.width} characters: "
+            f"{len(left_out)} column(s) left out to fit {width} characters: "
             f"{', '.join(left_out)} (choose with --columns, or widen the terminal)"
         )
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -49,6 +50,8 @@ def _cell(value: Any) -> Text:
         return Text("—")
     if isinstance(value, float):
         return Text(f"{value:.4g}")
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return plain(" ".join(f"#{v}" for v in value))  # run ids
     if isinstance(value, dict | list):
         return plain(json.dumps(value, sort_keys=True, ensure_ascii=False))
     return plain(value)
@@ -65,7 +68,7 @@ def table(title: str | None, rows: Iterable[dict[str, Any]], columns: list[str])
 
 # The leaderboard's columns `d2k leaderboard` shows unless told (`--columns`), in order.
 BOARD_COLUMNS = (
-    "run_id",
+    "run_ids",
     "hardware",
     "model",
     "agent",
@@ -80,7 +83,7 @@ BOARD_COLUMNS = (
 # Short headers for the default columns, so that more of them fit a terminal; `--columns`
 # takes the API's keys (docs/client.md lists them).
 BOARD_HEADERS = {
-    "run_id": "run",
+    "run_ids": "runs",
     "hardware": "GPU",
     "correctness_rate": "correct",
     "performance_score": "PS",
@@ -109,6 +112,12 @@ def board_columns(rows: list[dict[str, Any]], chosen: list[str] | None) -> list[
             )
         return chosen
     return [c for c in BOARD_COLUMNS if c in keys] or keys
+
+
+def terminal_width() -> int:
+    """The terminal's width as it is now: COLUMNS where the shell sets it, else the
+    terminal's own size, else the console's (a rich Console reads COLUMNS only once)."""
+    return shutil.get_terminal_size((console.width, 24)).columns
 
 
 def fitted_columns(

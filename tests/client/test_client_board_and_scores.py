@@ -26,11 +26,11 @@ def test_the_table_shows_the_headline_columns_within_the_terminal(portal, d2k, n
     lines = _lines(result)
     assert max(len(line) for line in lines) <= WIDTH
     header = next(line for line in lines if "GPU" in line)
-    for column in ("run", "model", "agent", "condition", "correct", "PS", "geomean", "impl"):
+    for column in ("runs", "model", "agent", "condition", "correct", "PS", "geomean", "impl"):
         assert f" {column} " in header
     row = next(line for line in lines if "model-board" in line)
     assert "agent-board" in row and "1.5" in row and "…" not in row
-    # what did not fit is named, never cut to "run…"
+    # what did not fit is named, never cut to "runs…"
     assert "left out to fit 100 characters" in result.stderr
     assert "--columns" in result.stderr
 
@@ -41,13 +41,14 @@ def test_columns_chooses_what_the_table_shows(portal, d2k, narrow):
     lines = _lines(d2k("leaderboard", "--columns", "model,performance_score,geomean_speedup"))
 
     header = next(line for line in lines if "model" in line and "PS" in line)
-    assert "geomean" in header and "run" not in header and "GPU" not in header
+    assert "geomean" in header and "runs" not in header and "GPU" not in header
     assert any("model-board" in line and "1.5" in line and "1.7" in line for line in lines)
 
 
 def test_all_columns_on_a_wide_terminal_and_an_unknown_column_is_one_line(portal, d2k, monkeypatch):
     scored(model="model-board")
-    monkeypatch.setenv("COLUMNS", "400")
+    # Every key of the API's rows: the scores, their intervals, the entry's attempts.
+    monkeypatch.setenv("COLUMNS", "4000")
     result = d2k("leaderboard", "--columns", "all")
     assert "implementation_L3" in result.stdout and "turns" in result.stdout
     assert result.stderr == ""

@@ -2,7 +2,7 @@
 
 import pytest
 from django.urls import reverse
-from evaluator.harness.spec import verdict_from_dict
+from evaluator.harness.verdict import verdict_from_dict
 
 from evaluator.services.evaluations import evaluation_verdict_write, owner_log_clean
 from tests.factories import EvaluationFactory

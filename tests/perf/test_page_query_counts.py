@@ -28,10 +28,12 @@ PAGES = {
     "home": (5, 1),
     # version; the board's catalog version and GPU, filter choices, the entries' run
     # scores, the current catalog (the experts' rows join only its board: not here), the
-    # baselines a new task version lacks
-    "leaderboard": (6, 1),
-    # version; the board's catalog version and GPU, filter choices, the entries' scores
-    "paired": (4, 1),
+    # baselines a new task version lacks, the entries' provenance (their kernels' last
+    # evaluations, their owners' uploads)
+    "leaderboard": (8, 1),
+    # version; the board's catalog version and GPU, filter choices, the entries' scores,
+    # their provenance
+    "paired": (6, 1),
     # version; task + version, public workloads, guidance, properties, the current guidance
     # version; ranking scores, their workload results, the expert's timings per GPU; the
     # expert baseline; the baselines a new version lacks
@@ -43,8 +45,8 @@ PAGES = {
     # the run; per side: kernels, latest evaluations + results, traces, (proposals); both
     # runs' stored task scores; the tasks of the run's catalog version (its pinned row, and
     # for a run made before versions were pinned, the catalog's digest); both runs'
-    # scores; the moderation log
-    "run": (16, None),
+    # scores; the cell verdicts; the moderation log
+    "run": (17, None),
     # the submission; its latest evaluation + results; the expert's results on its GPU;
     # properties + assessments; the moderation log
     "submission": (7, None),

@@ -16,11 +16,11 @@ def test_load_example_runs_prints_one_summary_line_and_no_enqueued_lines(
     monkeypatch.setattr(queue_log, "level", logging.INFO)
     loud = []
 
-    def load():
+    def load(**kwargs):
         # django-q logs "Enqueued [queue] id" at INFO for every kernel sent to the broker
         # (not in the tests' synchronous mode): the command keeps it to warnings meanwhile.
         loud.append(queue_log.isEnabledFor(logging.INFO))
-        return example_runs_load()
+        return example_runs_load(**kwargs)
 
     example_runs_load = load_example_runs.example_runs_load
     monkeypatch.setattr(load_example_runs, "example_runs_load", load)

@@ -83,7 +83,7 @@ def staff_client():
 
 
 def ranked_run_ids():
-    return {row["run_id"] for row in leaderboard_rows(filters=Filters())}
+    return {run_id for row in leaderboard_rows(filters=Filters()) for run_id in row["run_ids"]}
 
 
 def test_a_planted_bundle_ends_in_review_redacted_for_the_public_raw_for_its_owner(
@@ -130,11 +130,12 @@ def test_a_planted_bundle_ends_in_review_redacted_for_the_public_raw_for_its_own
     raw = gzip.decompress(b"".join(download.streaming_content))
     assert KEY.encode() not in raw and b"[redacted anthropic-key]" in raw
     assert len(raw.splitlines()) == 6
-    problems = APIClient().get(f"/api/runs/{run.pk}/").json()["tasks"]
-    messages = [p["message"] for t in problems for p in t["result"]["trace"]["problems"]]
+    # The trace's problems (the run API gives only their count and the trace's links).
+    problems = APIClient().get(f"/api/runs/{run.pk}/traces/row_softmax/").json()
+    messages = [p["message"] for p in problems["trace"]["problems"]]
     assert messages and all(KEY not in m for m in messages)
-    owners = uploader.get(f"/api/runs/{run.pk}/").json()["tasks"]
-    assert any(KEY in p["message"] for t in owners for p in t["result"]["trace"]["problems"])
+    owners = uploader.get(f"/api/runs/{run.pk}/traces/row_softmax/").json()
+    assert any(KEY in p["message"] for p in owners["trace"]["problems"])
     assert "redacted" in download["Content-Disposition"]
     api_download = APIClient().get(f"/api/runs/{run.pk}/traces/row_softmax/raw/")
     assert KEY.encode() not in gzip.decompress(b"".join(api_download.streaming_content))
@@ -315,7 +316,10 @@ def test_the_verdicts_api_reads_cells_and_lets_staff_decide_them(upload, uploade
     body = {"task": "row_softmax", "verdict": "reward_hack", "reason": "Edited the grader."}
     assert APIClient().post(url, body, format="json").status_code == 401
     assert uploader.post(url, body, format="json").status_code == 403
-    staff = token_client(UserFactory(username="mod-api", is_staff=True))
+    staff = token_client(UserFactory(username="mod-api", is_staff=True), scopes=("moderate",))
+    # A staff token without the moderate scope gives no verdict.
+    upload_only = token_client(UserFactory(username="mod-upload", is_staff=True))
+    assert upload_only.post(url, body, format="json").status_code == 403
     done = staff.post(url, {**body, "quote": "../evaluator/grader.py", "line": 3}, format="json")
     assert done.status_code == 201
     assert done.json()["verdict"] == "reward_hack" and done.json()["reviewed"] is True
