@@ -2,8 +2,8 @@
 
 import pytest
 from django.urls import reverse
-from evaluator.harness.verdict import verdict_from_dict
 
+from evaluator.harness.verdict import verdict_from_dict
 from evaluator.services.evaluations import evaluation_verdict_write, owner_log_clean
 from tests.factories import EvaluationFactory
 
