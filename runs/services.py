@@ -134,7 +134,11 @@ def run_create_from_bundle(
             secrets = run_secrets(run=run)
             if is_public and secrets and not confirm_redaction:
                 raise BundleRejected(secrets.errors())
-            cells_nominate(run=run, hits=run_integrity_hits(run=run))
+            # The example runs are the portal's own, labelled, made from the catalog's files
+            # (their guided kernels are the experts'): their hits are kept and shown, but
+            # nominate nothing, or every example would be held off the boards it shows.
+            if not is_example:
+                cells_nominate(run=run, hits=run_integrity_hits(run=run))
             for slug, source in sorted(bundle.kernels.items()):
                 try:
                     submission_create(

@@ -44,7 +44,7 @@ def test_a_moderator_reviews_a_nominated_cell_clean_and_the_run_enters_the_leade
 
     page.goto("/leaderboard/")
     expect(page.locator("main")).to_be_visible()
-    expect(page.locator(f"#run-{run.pk}")).to_have_count(0)
+    expect(page.locator(f"#entry-{run.pk}")).to_have_count(0)
 
     page.goto(f"/runs/{run.pk}/")
     cell = page.locator("#task-row_softmax .cell-verdict")
@@ -66,7 +66,7 @@ def test_a_moderator_reviews_a_nominated_cell_clean_and_the_run_enters_the_leade
     expect(page.locator("#moderation .moderation-log")).to_contain_text("cell verdict")
 
     page.goto("/leaderboard/")
-    entry = page.locator(f"#run-{run.pk}")
+    entry = page.locator(f"#entry-{run.pk}")
     expect(entry).to_be_visible()
     expect(entry).to_contain_text("1 upload")
 

@@ -118,7 +118,7 @@ def test_every_main_page_is_usable_at_390_px_without_sideways_scroll(phone, fake
     # The widest tables were measured: the runs ranked on the H200, the timed verdict.
     phone.goto("/leaderboard/")
     board = phone.locator("table.leaderboard[data-hardware='NVIDIA H200']")
-    expect(board.locator(f"#run-{guided.pk}")).to_have_count(1)
+    expect(board.locator(f"#entry-{guided.pk}")).to_have_count(1)
     phone.goto(f"/submissions/{guided.submissions.get(task__slug='row_softmax').pk}/")
     expect(phone.locator("table.results th:text-is('counters')")).to_have_count(1)
     # The example's pages say so, the submission of an example run too.

@@ -345,3 +345,14 @@ def test_the_upload_form_refuses_to_publish_secrets_unless_the_box_is_ticked(
     assert KEY not in html and not Run.objects.exists()
     stored = post(is_public="on", confirm_redaction="on")
     assert stored.status_code == 302 and Run.objects.get().is_public
+
+
+def test_the_portal_s_example_runs_keep_their_hits_but_hold_no_cell(run_tasks, fake_cli):
+    from moderation.models import CellVerdict
+    from runs.models import ScanHit
+    from runs.services import example_runs_load
+
+    unguided, guided = sorted(example_runs_load(tasks=["row_softmax"]), key=lambda r: r.levels)
+    # The guided example's trace holds the catalog's expert kernel: the rule says so.
+    assert ScanHit.objects.filter(trace__run=guided, rule="pasted-library").exists()
+    assert not CellVerdict.objects.filter(run__in=[unguided, guided]).exists()
