@@ -59,7 +59,9 @@ def task_get_public(*, slug: str) -> Task | None:
                 to_attr="public_workloads",
             ),
             Prefetch("guidance", queryset=Guidance.objects.order_by("level")),
-            Prefetch("properties", queryset=DesignProperty.objects.order_by("level", "position")),
+            Prefetch(
+                "properties", queryset=DesignProperty.objects.order_by("level", "position", "pk")
+            ),
         )
         .first()
     )

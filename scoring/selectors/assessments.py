@@ -167,6 +167,6 @@ def task_rubric(*, slug: str) -> dict[str, Any]:
                 "counters": p.counters,
                 "machine_evidence": declared_evidence(p.detector, p.counters),
             }
-            for p in task.properties.order_by("level", "position")
+            for p in task.properties.order_by("level", "position", "pk")
         ],
     }

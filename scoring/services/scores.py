@@ -155,7 +155,7 @@ def _level_parts(
     """Per task slug, [credited weight, total weight] per bucket; None for discovery
     before anyone assessed a proposal of the run."""
     properties: dict[int, list[DesignProperty]] = {}
-    for p in DesignProperty.objects.filter(task__in=tasks).order_by("level", "position"):
+    for p in DesignProperty.objects.filter(task__in=tasks).order_by("level", "position", "pk"):
         properties.setdefault(p.task_id, []).append(p)
     if kind == AssessmentKind.IMPLEMENTED:
         rows = Assessment.objects.filter(
