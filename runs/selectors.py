@@ -15,7 +15,7 @@ from accounts.models import User
 from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_by_submission
 from runs.models import Proposal, Run, RunState, Trace
-from runs.scanners import redact_text
+from runs.scanners import problems_redacted, redact_text
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
 from scoring.models import TaskScore
 from scoring.selectors.catalog import catalog_digest, run_catalog_tasks
@@ -339,7 +339,7 @@ def trace_page(
     name = trace.redacted_file.name if redacted else trace.file.name
     problems = trace.problems
     if redacted:
-        problems = [{**p, "message": redact_text(str(p["message"]))[0]} for p in problems]
+        problems = problems_redacted(problems)
     with default_storage.open(str(name), "rb") as handle:
         events, count = trace_page_read(
             handle=handle,

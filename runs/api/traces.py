@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.models import Trace
-from runs.scanners import redact_text
+from runs.scanners import problems_redacted
 from runs.selectors import (
     EXAMPLE_LABEL,
     TracePage,
@@ -44,7 +44,7 @@ def _problems(trace: Trace, request: HttpRequest) -> list[dict[str, Any]]:
     """The trace's problems; their messages redacted where the caller reads the redacted
     copy (a schema message may quote a value)."""
     if trace.redacted_file and trace_is_redacted_for(user=request.user, trace=trace):
-        return [{**p, "message": redact_text(str(p["message"]))[0]} for p in trace.problems]
+        return problems_redacted(trace.problems)
     return trace.problems
 
 

@@ -7,7 +7,7 @@ from runs.scanners.hits import Concern, Hit
 from runs.scanners.library import LibraryIndex, library_index_shipped
 from runs.scanners.rules import INTEGRITY_RULES, RULES, RULES_BY_NAME, Rule
 from runs.scanners.scan import line_redact, text_scan, trace_redact, trace_scan
-from runs.scanners.secrets import redact_text
+from runs.scanners.secrets import problems_redacted, redact_text
 
 __all__ = [
     "INTEGRITY_RULES",
@@ -19,6 +19,7 @@ __all__ = [
     "Rule",
     "library_index_shipped",
     "line_redact",
+    "problems_redacted",
     "redact_text",
     "text_scan",
     "trace_redact",

@@ -135,3 +135,9 @@ def redact_text(text: str) -> tuple[str, int]:
         last = match.end
     out.append(text[last:])
     return "".join(out), len(matches)
+
+
+def problems_redacted(problems: list[dict]) -> list[dict]:
+    """A trace's problems with their messages redacted (a schema message may quote a
+    value of the line it refuses)."""
+    return [{**p, "message": redact_text(str(p["message"]))[0]} for p in problems]
