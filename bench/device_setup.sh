@@ -1,7 +1,7 @@
 # Sourced at the start of every GPU call (after bench/device_prepare.sh here, with
 # ".device" carried): puts the carried bubblewrap on the PATH, copying its libraries
 # only where the GPU host's image lacks them, and the carried wheels on PYTHONPATH
-# with the client package of this checkout. A second call on a warm machine changes
+# with the client package of this checkout (laid out as its build lays it out). A second call on a warm machine changes
 # nothing that a process left running by the first (a worker) may be using.
 for lib in .device/bwrap/lib*.so*; do
   name=$(basename "$lib")
@@ -14,7 +14,10 @@ if [ -d .device/wheels ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/d2k-site .device/wheels/*.whl && touch /tmp/d2k-site/.installed
   fi
-  export PYTHONPATH="/tmp/d2k-site:$PWD/client:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  # The client as its build lays it out: runformat/ inside it as d2k_client.runformat.
+  rm -rf /tmp/d2k-client && mkdir -p /tmp/d2k-client &&
+    cp -r client/d2k_client /tmp/d2k-client/ && cp -r runformat /tmp/d2k-client/d2k_client/runformat
+  export PYTHONPATH="/tmp/d2k-site:/tmp/d2k-client:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 # The host's image ships torch and Triton without bytecode, and a sandboxed process
 # may not write it: every process of an evaluation compiled them again (import torch
