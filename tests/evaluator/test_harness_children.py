@@ -60,6 +60,8 @@ def harness_imports() -> set[str]:
     names = {"evaluator", "taskformat", "sitecustomize", "usercustomize"}
     for package in ("evaluator", "taskformat"):
         for path in (ROOT / package).rglob("*.py"):
+            if path.is_relative_to(KERNELS_DIR.parent):
+                continue  # the exploit corpus: kernels, not the harness
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Import):
                     names.update(alias.name.split(".")[0] for alias in node.names)
