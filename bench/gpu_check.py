@@ -55,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluator.exploits.cases import CASES, HONEST_TWINS, TWIN_SPEEDUP_MARGIN  # noqa: E402
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
 
 
@@ -149,8 +150,6 @@ def print_case_table(cases: list, results: dict) -> None:
 
 def collect(folder: Path, out: Path) -> None:
     """The verdicts kept by `pytest -m gpu`, as `exploits.json` and `experts.json` in `out`."""
-    from tests.exploits.cases import CASES
-
     experts, exploits = {}, {}
     for path in sorted(folder.glob("expert-*.json")):
         task = path.stem.removeprefix("expert-")
@@ -254,18 +253,13 @@ def integrity(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.exploits.cases import CASES as ALL_CASES
-    from tests.exploits.cases import HONEST_TWINS, TWIN_SPEEDUP_MARGIN
-
     # `only`: the case numbers to run ("probe" for the secret probe, "histogram" for the
     # histogram CUDA expert); all of them where None.
-    CASES = [c for c in ALL_CASES if only is None or c.number in only]
-
-    kernels = ROOT / "tests" / "exploits" / "kernels"
+    cases = [c for c in CASES if only is None or c.number in only]
     rows: list[dict] = []
 
     def run_case(case, timing: list[str] | None) -> dict:
-        v = check(case.task, kernels / case.file, timeout=_case_limit(case), timing=timing,
+        v = check(case.task, case.kernel, timeout=_case_limit(case), timing=timing,
                   extra=_case_args(case))  # fmt: skip
         ok, note = _judge_case(case, v)
         row = _row(case.number, case.expected, v, ok, note)
@@ -293,24 +287,24 @@ def integrity(
         save(out, name, {"rows": table, "verdicts": verdicts, "parts": list(parts)})
 
     if "quick" in parts:
-        pooled = [c for c in CASES if c.number not in FIGURE_CASES + ALONE_CASES]
+        pooled = [c for c in cases if c.number not in FIGURE_CASES + ALONE_CASES]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             futures = [pool.submit(probe)] if only is None or "probe" in only else []
             futures += [pool.submit(run_case, c, QUICK) for c in pooled]
             keep([f.result() for f in futures])
-    for case in CASES if "alone" in parts else ():
+    for case in cases if "alone" in parts else ():
         if case.number in ALONE_CASES:
             keep([run_case(case, QUICK)])
             if case.number in HONEST_TWINS:
-                keep([_twin(case, kernels, QUICK, None)])
-    for case in CASES if "figures" in parts else ():
+                keep([_twin(case, QUICK, None)])
+    for case in cases if "figures" in parts else ():
         if case.number not in FIGURE_CASES:
             continue
         row = run_case(case, None)
         keep([row])
         if case.number in HONEST_TWINS and row["verdict"] != "flagged":
             # Not caught: it passes only if it gains nothing over its honest twin.
-            keep([_twin(case, kernels, None, (row, TWIN_SPEEDUP_MARGIN))])
+            keep([_twin(case, None, (row, TWIN_SPEEDUP_MARGIN))])
     if "histogram" in parts and (only is None or "histogram" in only):
         v = check("histogram", HISTOGRAM_CUDA, timeout=480)
         print_verdict("histogram", "expert_cuda.py", v)
@@ -320,16 +314,14 @@ def integrity(
     return rows
 
 
-def _twin(case, kernels: Path, timing: list[str] | None, against) -> dict:
+def _twin(case, timing: list[str] | None, against) -> dict:
     """The case's honest twin (cases.HONEST_TWINS): `correct`, and no slower than the trick."""
     import tempfile
-
-    from tests.exploits.cases import HONEST_TWINS
 
     trick, honest = HONEST_TWINS[case.number]
     with tempfile.TemporaryDirectory() as folder:
         twin = Path(folder) / f"twin-{case.file}"
-        twin.write_text((kernels / case.file).read_text().replace(trick, honest, 1))
+        twin.write_text(case.kernel.read_text().replace(trick, honest, 1))
         v = check(case.task, twin, timeout=240, timing=timing)
     print_verdict(case.task, f"twin of {case.file}", v)
     ok, note = v["status"] == "correct", ""
@@ -459,16 +451,13 @@ def main() -> None:
             print_verdict(task, Path(path).name, v)
             results[item] = v
     elif args.what == "exploits":
-        from tests.exploits.cases import CASES
-
         wanted = args.cases.split(",") if args.cases else None
         cases = [c for c in CASES if wanted is None or c.number in wanted]
         for case in cases:
             # An endless loop is caught by the watchdog whatever the limit: keep it short.
             limit = 20 if "timeout" in case.expected else 120
             limit = 480 if case.number in ("25", "25b") else limit
-            path = ROOT / "tests" / "exploits" / "kernels" / case.file
-            v = check(case.task, path, timeout=limit, timing=args.timing)
+            v = check(case.task, case.kernel, timeout=limit, timing=args.timing)
             print_verdict(case.task, case.file, v)
             results[case.file] = {"expected": case.expected, **v}
             save(args.out, args.what, results)

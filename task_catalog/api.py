@@ -111,7 +111,7 @@ class TaskDetailSerializer(serializers.ModelSerializer):
 
     @extend_schema(responses=WorkloadSerializer(many=True))
     def get_workloads(self, task: Task) -> list[dict]:
-        # Only the public workloads the selector prefetched: never role=hidden nor hidden checks.
+        # Only the public workloads the selector prefetched: nothing marked hidden, no untimed one.
         # many=True makes a ListSerializer (data: a list); the stubs type it as the child's.
         return WorkloadSerializer(task_public_workloads(task), many=True).data  # type: ignore[return-value]
 

@@ -98,7 +98,7 @@ class Workload(models.Model):
         """taskformat.spec.WorkloadRole's values, labelled."""
 
         TIMED = WorkloadRole.TIMED.value, "timed (public)"
-        HIDDEN = WorkloadRole.HIDDEN.value, "hidden (correctness only)"
+        UNTIMED = WorkloadRole.UNTIMED.value, "untimed (correctness only)"
         CHECK = WorkloadRole.CHECK.value, "check (CPU interpreter)"
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="workloads")
@@ -121,7 +121,8 @@ class Workload(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["version", "name"], name="workload_unique_name"),
             models.CheckConstraint(
-                condition=~Q(role="hidden") | Q(hidden=True), name="workload_hidden_role_is_hidden"
+                condition=~Q(role="untimed") | Q(hidden=True),
+                name="workload_untimed_role_is_hidden",
             ),
         ]
 

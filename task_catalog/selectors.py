@@ -1,6 +1,6 @@
 """Reads of the task catalog that feed pages and the API.
 
-Hidden workloads (role `hidden`, and check workloads marked hidden) never leave
+Hidden workloads (marked hidden, and every workload of role `untimed`) never leave
 this module through a public selector: `workload_public_filter` is the one gate.
 Results and rankings are the leaderboard's (`leaderboard.selectors`).
 """
@@ -14,7 +14,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from .guidance_text import guidance_diff, guidance_diff_rows
 from .models import DesignProperty, Guidance, GuidanceVersion, Level, Task, Workload
 
-PUBLIC_WORKLOADS = Q(hidden=False) & ~Q(role=Workload.Role.HIDDEN)
+PUBLIC_WORKLOADS = Q(hidden=False) & ~Q(role=Workload.Role.UNTIMED)
 
 
 def workload_public_filter(queryset: QuerySet[Workload]) -> QuerySet[Workload]:

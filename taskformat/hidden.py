@@ -258,7 +258,7 @@ def _dependency_order(rules: tuple[ParamRule, ...], where: str) -> tuple[ParamRu
 def hidden_draw(
     declaration: HiddenDeclaration, *, secret: str, slug: str
 ) -> tuple[WorkloadSpec, ...]:
-    """The concrete hidden workloads of both modes: `hidden_N` (cuda, role hidden) and
+    """The concrete hidden workloads of both modes: `hidden_N` (cuda, role untimed) and
     `check_hidden_N` (interpret, hidden check workloads), N counting from one.
 
     A pure function of its arguments. Raises HiddenDeclarationError if a draw cannot
@@ -268,7 +268,7 @@ def hidden_draw(
         raise HiddenDeclarationError("drawing hidden workloads needs a secret")
     out: list[WorkloadSpec] = []
     for mode, role, prefix in (
-        (Mode.CUDA, WorkloadRole.HIDDEN, "hidden"),
+        (Mode.CUDA, WorkloadRole.UNTIMED, "hidden"),
         (Mode.INTERPRET, WorkloadRole.CHECK, "check_hidden"),
     ):
         index = 0

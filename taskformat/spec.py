@@ -28,15 +28,17 @@ class Level(enum.StrEnum):
 class WorkloadRole(enum.StrEnum):
     """Which part of the protocol a workload takes part in.
 
-    `timed`: the public, timed workloads of the benchmark (cuda mode).
-    `hidden`: correctness only, never shown to agents (cuda mode); drawn from
-    the task's `HiddenDeclaration` with a deployment's secret (taskformat.hidden).
+    `timed`: checked for correctness and timed (cuda mode).
+    `untimed`: checked for correctness only, never timed (cuda mode). The hidden
+    cuda workloads, drawn from the task's `HiddenDeclaration` with a deployment's
+    secret (taskformat.hidden), have this role; whether a workload is hidden is its
+    own flag (`WorkloadSpec.hidden`).
     `check`: small shapes for Triton's CPU interpreter (interpret mode); the
     hidden check workloads are drawn the same way.
     """
 
     TIMED = "timed"
-    HIDDEN = "hidden"
+    UNTIMED = "untimed"
     CHECK = "check"
 
 

@@ -64,7 +64,7 @@ class WorkloadFactory(factory.django.DjangoModelFactory):
     version = factory.SubFactory(TaskVersionFactory)
     name = factory.Sequence(lambda n: f"wl_{n}")
     role = Workload.Role.TIMED
-    hidden = factory.LazyAttribute(lambda w: w.role == Workload.Role.HIDDEN)
+    hidden = factory.LazyAttribute(lambda w: w.role == Workload.Role.UNTIMED)
     params = factory.LazyFunction(lambda: {"rows": 1024, "cols": 1024, "dtype": "float32"})
     flops = 5 * 1024 * 1024
     bytes = 8 * 1024 * 1024
@@ -94,7 +94,7 @@ def task_with_workloads(
     rows = [
         (name, {"role": Workload.Role.TIMED, **fields}) for name, fields in timed_fields.items()
     ]
-    rows += [(name, {"role": Workload.Role.HIDDEN}) for name in hidden]
+    rows += [(name, {"role": Workload.Role.UNTIMED}) for name in hidden]
     rows += [(name, {"role": Workload.Role.CHECK}) for name in checks]
     rows += [(name, {"role": Workload.Role.CHECK, "hidden": True}) for name in hidden_checks]
     for position, (name, fields) in enumerate(rows):

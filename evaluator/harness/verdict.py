@@ -14,7 +14,7 @@ from typing import Any
 
 from taskformat.spec import WorkloadRole
 
-EVALUATOR_VERSION = "0.4.0"
+EVALUATOR_VERSION = "0.5.0"
 
 
 class Status(enum.StrEnum):
@@ -248,7 +248,14 @@ def verdict_from_dict(data: Any) -> Verdict:
     )
 
 
+# Role names an older evaluator printed, and what they are called now: `untimed` was
+# `hidden` before evaluator 0.5.0.
+_LEGACY_ROLES = {"hidden": WorkloadRole.UNTIMED}
+
+
 def _role(value: Any) -> WorkloadRole:
+    if isinstance(value, str) and value in _LEGACY_ROLES:
+        return _LEGACY_ROLES[value]
     try:
         return WorkloadRole(value)
     except ValueError:

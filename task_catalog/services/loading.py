@@ -101,7 +101,7 @@ def _workload_normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
         name, role, params = str(raw["name"]), WorkloadRole(raw["role"]), dict(raw["params"])
     except (KeyError, ValueError, TypeError) as exc:
         raise ValidationError(f"workload {raw!r} needs a name, a valid role and params") from exc
-    if role is WorkloadRole.HIDDEN or raw.get("hidden"):
+    if role is WorkloadRole.UNTIMED or raw.get("hidden"):
         raise ValidationError(
             f"workload {name}: hidden workloads are not listed; they are drawn from the "
             "version's hidden_draws by each deployment's secret"

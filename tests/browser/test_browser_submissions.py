@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from d2kportal.processes import Portal
+from evaluator.exploits.cases import KERNELS_DIR
 from tests.browser.support import EVALUATION_TIMEOUT_MS, MARKS, open_page, sign_up
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def test_a_new_user_watches_a_correct_and_an_incorrect_kernel_come_back(browser,
 
         # A kernel that drops the row tail: the failing workload is named, on the page
         # and in the API (same session), by its alias, since hidden shapes stay secret.
-        no_tail = ROOT / "tests/exploits/kernels/14_fixed_block_no_tail.py"
+        no_tail = KERNELS_DIR / "14_fixed_block_no_tail.py"
         status = upload_and_watch(page, source=no_tail)
         assert status in ("incorrect", "runtime_error"), status
         expect(page.locator("#evaluation")).to_contain_text("hidden workload")

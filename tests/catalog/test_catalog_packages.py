@@ -66,7 +66,7 @@ def test_workloads_match_the_catalog_and_have_counts(task):
     assert len(timed) == CATALOG_COUNTS[task.slug]
     assert all(w.flops >= 0 and w.bytes > 0 for w in timed)
     assert task.workloads_for(Mode.INTERPRET)
-    assert not any(w.hidden or w.role is WorkloadRole.HIDDEN for w in task.workloads)
+    assert not any(w.hidden or w.role is WorkloadRole.UNTIMED for w in task.workloads)
 
 
 def test_hidden_workloads_are_declared_for_both_modes_with_an_adversarial_draw(task):
@@ -264,7 +264,7 @@ def test_at_least_five_tasks_hide_a_strided_input_in_a_workload_and_a_check():
     strided = []
     for slug in TASKS:
         spec = task_with_hidden(load_task(DEFAULT_CATALOG_DIR / slug), secret=TEST_SECRETS[0])
-        hidden = [w for w in spec.workloads if w.role is WorkloadRole.HIDDEN]
+        hidden = [w for w in spec.workloads if w.role is WorkloadRole.UNTIMED]
         checks = [w for w in spec.workloads_for(Mode.INTERPRET) if w.hidden]
         if not any(w.params.get("strided") for w in hidden):
             continue

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
+from evaluator.exploits.cases import KERNELS_DIR
 from evaluator.harness import judge, launch, orchestrate, protocol, resultpipe, sandbox
 from evaluator.harness.compare import fingerprint_matches
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES
@@ -162,7 +163,7 @@ def test_a_patched_elapsed_time_cannot_bend_the_harness_clock(tmp_path):
     # before the import, and checks the guarded namespaces around every call:
     # the patch is flagged at the first call, whose result is not read, and
     # no figure is reported from the patched process.
-    kernel = ROOT / "tests" / "exploits" / "kernels" / "17_elapsed_time_near_zero.py"
+    kernel = KERNELS_DIR / "17_elapsed_time_near_zero.py"
     _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", kernel)
     assert {f["check"] for f in seen.flags} == {"monkeypatch"}, log[-3000:]
     assert "torch.cuda.Event.elapsed_time" in seen.flags[0]["detail"]

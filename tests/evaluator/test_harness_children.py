@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.exploits.cases import KERNELS_DIR
 from evaluator.harness import (
     childlog,
     cleanreference,
@@ -44,7 +45,6 @@ from taskformat.spec import Mode
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
-KERNELS = ROOT / "tests" / "exploits" / "kernels"
 EXPERT = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
 
 
@@ -60,6 +60,8 @@ def harness_imports() -> set[str]:
     names = {"evaluator", "taskformat", "sitecustomize", "usercustomize"}
     for package in ("evaluator", "taskformat"):
         for path in (ROOT / package).rglob("*.py"):
+            if path.is_relative_to(KERNELS_DIR.parent):
+                continue  # the exploit corpus: kernels, not the harness
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Import):
                     names.update(alias.name.split(".")[0] for alias in node.names)
@@ -93,7 +95,7 @@ def test_no_child_imports_a_module_the_submission_planted(level, tmp_path, monke
     scratch = sandbox.scratch_folder()
     try:
         # The submission plants a package under every name the harness imports, then runs.
-        run, seen = _child((KERNELS / "40_planted_modules.py").read_text(), scratch, public_dir)
+        run, seen = _child((KERNELS_DIR / "40_planted_modules.py").read_text(), scratch, public_dir)
         assert seen.done and seen.error is None, run.log[-3000:]
         for name in harness_imports():
             assert (scratch / name / "__init__.py").is_file(), f"{name} was not planted"
@@ -144,7 +146,7 @@ def test_a_long_log_keeps_its_head_and_tail_and_says_how_much_was_cut():
 @pytest.mark.slow
 def test_the_child_s_rewrite_of_its_log_head_after_the_hidden_mark_reaches_no_owner():
     verdict = orchestrate.evaluate(
-        task=TASK, source=(KERNELS / "42_rewrite_log_head.py").read_text(), mode=Mode.INTERPRET
+        task=TASK, source=(KERNELS_DIR / "42_rewrite_log_head.py").read_text(), mode=Mode.INTERPRET
     )
     assert verdict.status is Status.CORRECT, verdict.message
     hidden = [w.params for w in TASK.workloads_for(Mode.INTERPRET) if w.hidden]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.exploits.cases import KERNELS_DIR
 from taskformat.hidden import SECRET_ENV, task_with_hidden
 from taskformat.package import (
     DEFAULT_CATALOG_DIR,
@@ -21,7 +22,7 @@ from taskformat.spec import Mode, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
-NO_TAIL = ROOT / "tests" / "exploits" / "kernels" / "14_fixed_block_no_tail.py"
+NO_TAIL = KERNELS_DIR / "14_fixed_block_no_tail.py"
 
 pytestmark = pytest.mark.slow
 

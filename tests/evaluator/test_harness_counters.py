@@ -361,7 +361,9 @@ def test_a_timed_results_counters_travel_in_the_verdict_json():
         name="a", role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT, counters={"x": 1}
     )
     assert result.to_dict()["counters"] == {"x": 1}
-    unread = WorkloadOutcome(name="b", role=WorkloadRole.HIDDEN, hidden=True, status=Status.CORRECT)
+    unread = WorkloadOutcome(
+        name="b", role=WorkloadRole.UNTIMED, hidden=True, status=Status.CORRECT
+    )
     assert unread.to_dict()["counters"] is None
 
 

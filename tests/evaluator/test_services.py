@@ -1,6 +1,7 @@
 """evaluation_run against a fake evaluator CLI (the worker's outside world), plus one slow
 end-to-end run of the real CLI on catalog/row_softmax."""
 
+import importlib
 import json
 import logging
 import math
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
@@ -24,7 +26,12 @@ from evaluator.services import (
     runner,
 )
 from tests.evaluator.fake_cli import verdict_dict, workload_dict
-from tests.factories import EvaluationFactory, SubmissionFactory, UserFactory
+from tests.factories import (
+    EvaluationFactory,
+    SubmissionFactory,
+    UserFactory,
+    WorkloadResultFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +72,36 @@ def test_correct_verdict_is_persisted_with_one_result_per_workload(fake_cli, eva
         ("check_hidden_tail", True, "correct", 1),
     ]
     assert results[0].max_abs_err == 1e-6
+
+
+def test_an_older_evaluators_hidden_role_is_stored_as_untimed(fake_cli, evaluation):
+    # Before evaluator 0.5.0 the correctness-only cuda role was printed `hidden`.
+    workloads = [
+        workload_dict("check_small"),
+        workload_dict("hidden_1", role="hidden", hidden=True),
+        workload_dict("hidden_2", role="sideways", hidden=True),
+    ]
+    fake_cli.reply(verdict_dict("correct", workloads=workloads))
+
+    evaluation_run(evaluation_id=evaluation.pk)
+
+    roles = list(evaluation.results.order_by("position").values_list("name", "role"))
+    # A role this evaluator does not know is kept as printed, for staff to see.
+    assert roles == [("check_small", "check"), ("hidden_1", "untimed"), ("hidden_2", "sideways")]
+
+
+def test_the_untimed_role_migration_renames_stored_hidden_rows_both_ways():
+    migration = importlib.import_module("evaluator.migrations.0008_house_untimed_role")
+    row = WorkloadResultFactory(name="hidden_1", role="hidden", hidden=True)
+    timed = WorkloadResultFactory(evaluation=row.evaluation, name="w", role="timed")
+
+    migration.forwards(django_apps, None)
+    row.refresh_from_db()
+    timed.refresh_from_db()
+    assert (row.role, timed.role) == ("untimed", "timed")
+    migration.backwards(django_apps, None)
+    row.refresh_from_db()
+    assert row.role == "hidden"
 
 
 @pytest.mark.parametrize(

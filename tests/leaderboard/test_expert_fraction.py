@@ -29,7 +29,7 @@ def version():
     version = TaskVersionFactory(task__slug="row_softmax")
     for name in ("small", "big"):
         WorkloadFactory(version=version, name=name)
-    WorkloadFactory(version=version, name="secret", role=Workload.Role.HIDDEN)
+    WorkloadFactory(version=version, name="secret", role=Workload.Role.UNTIMED)
     return version
 
 
@@ -50,7 +50,7 @@ def evaluated(version, *, owner=None, hardware=H200, medians=None, speedups=None
             speedup=speedup,
         )
     WorkloadResultFactory(
-        evaluation=evaluation, name="secret", role="hidden", hidden=True, median_ms=0.1
+        evaluation=evaluation, name="secret", role="untimed", hidden=True, median_ms=0.1
     )
     scores_refresh(submission_ids=[submission.pk], machine=False)
     return evaluation

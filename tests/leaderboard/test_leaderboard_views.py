@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def test_home_shows_catalog_size_and_latest_public_evaluations(client):
     version = TaskVersionFactory(task__title="Row-wise softmax")
     WorkloadFactory.create_batch(3, version=version)
-    WorkloadFactory(version=version, role=Workload.Role.HIDDEN)
+    WorkloadFactory(version=version, role=Workload.Role.UNTIMED)
     public = EvaluationFactory(
         submission=SubmissionFactory(task_version=version, owner=UserFactory(username="alice")),
         status="incorrect",

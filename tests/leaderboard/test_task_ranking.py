@@ -41,7 +41,7 @@ def evaluate(task, owner, speedups, **kwargs):
             speedup=speedup,
         )
     WorkloadResultFactory(
-        evaluation=evaluation, name="secret", role="hidden", hidden=True, speedup=100.0
+        evaluation=evaluation, name="secret", role="untimed", hidden=True, speedup=100.0
     )
     refreshed(evaluation)
     return evaluation

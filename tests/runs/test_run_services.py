@@ -195,7 +195,7 @@ def test_a_run_s_task_speedup_leaves_hidden_workloads_out():
     evaluation = EvaluationFactory(submission=submission)
     WorkloadResultFactory(evaluation=evaluation, median_ms=1.0, ref_median_ms=2.0)
     WorkloadResultFactory(
-        evaluation=evaluation, role="hidden", hidden=True, median_ms=1.0, ref_median_ms=32.0
+        evaluation=evaluation, role="untimed", hidden=True, median_ms=1.0, ref_median_ms=32.0
     )
     scores_refresh(submission_ids=[submission.pk], machine=False)
     [row] = run_detail(run=run, user=run.owner).rows

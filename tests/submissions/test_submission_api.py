@@ -126,7 +126,7 @@ def test_detail_has_the_latest_evaluation_with_its_workloads(api, user, django_a
         submission__owner=user, status="correct", environment={"device": "NVIDIA H200"}
     )
     WorkloadResultFactory(evaluation=evaluation, name="bf16_8192x1024", sol_fraction=0.5)
-    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
+    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="untimed")
 
     api.get(LIST)  # the token's first use writes `last_used_at` (at most once a minute)
     # token+user, submission, evaluation, its results, the expert's results on its GPU,
@@ -160,7 +160,7 @@ def test_detail_of_someone_elses_private_submission_is_404(api):
 
 def test_staff_see_private_submissions_and_hidden_names(user):
     evaluation = EvaluationFactory(submission__is_public=False)
-    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="hidden")
+    WorkloadResultFactory(evaluation=evaluation, name="hidden_big", hidden=True, role="untimed")
     client = APIClient()
     client.force_authenticate(UserFactory(is_staff=True))
     body = client.get(detail_url(evaluation.submission.pk)).json()

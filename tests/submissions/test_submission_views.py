@@ -152,7 +152,7 @@ def finished(user):
     WorkloadResultFactory(
         evaluation=evaluation,
         name="hidden_3",
-        role="hidden",
+        role="untimed",
         hidden=True,
         status="incorrect",
         message="wrong at row 332, col 70000",

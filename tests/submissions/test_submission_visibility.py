@@ -202,7 +202,7 @@ def hidden_row_submission():
     WorkloadResultFactory(
         evaluation=evaluation,
         name="hidden_3",
-        role="hidden",
+        role="untimed",
         hidden=True,
         status="incorrect",
         timing={"calls": 4097},
@@ -228,7 +228,7 @@ def test_a_hidden_rows_figures_reach_staff_only_in_the_api(viewer, hidden_row_su
         assert hidden == {
             **dict.fromkeys(hidden),
             "name": "hidden workload 1",
-            "role": "hidden",
+            "role": "untimed",
             "hidden": True,
             "status": "incorrect",
             "message": "",

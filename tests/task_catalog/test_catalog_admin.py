@@ -206,7 +206,7 @@ def test_new_version_form_reports_a_bad_hidden_declaration(admin_client, task, d
 def test_new_version_form_refuses_a_listed_hidden_workload(admin_client, task):
     version = task.current_version
     listed = [{"name": w.name, "role": w.role, "params": w.params} for w in version.workloads.all()]
-    listed.append({"name": "h", "role": "hidden", "params": {"rows": 3, "cols": 5}})
+    listed.append({"name": "h", "role": "untimed", "params": {"rows": 3, "cols": 5}})
     response = admin_client.post(
         reverse("admin:task_catalog_taskversion_add"),
         new_version_data(task, workloads=json.dumps(listed)),

@@ -97,7 +97,7 @@ def test_task_detail_gives_no_hidden_workload_nor_what_the_page_does_not_show(cl
     )
     version = Task.objects.get(slug="shapes").current_version
     WorkloadFactory(
-        version=version, name="secret_tail", role="hidden", params={"rows": 777001}, position=1
+        version=version, name="secret_tail", role="untimed", params={"rows": 777001}, position=1
     )
     WorkloadFactory(
         version=version,

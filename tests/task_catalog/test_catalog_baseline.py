@@ -154,7 +154,7 @@ def test_task_page_marks_a_baseline_bound_by_its_host(client, task):
         workloads=[
             gpu_workload("bf16_4096x4096", ref_ms=0.2, ms=0.1, ref_host_bound=150),
             gpu_workload("fp32_1024x50000", ref_ms=0.9, ms=0.3, ref_host_bound=3),
-            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="hidden", hidden=True),
+            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="untimed", hidden=True),
         ],
     )
 
@@ -215,7 +215,7 @@ def test_a_memory_bound_expert_meets_the_bar_at_80_percent_of_speed_of_light(cli
         workloads=[
             gpu_workload("bf16_4096x4096", ref_ms=0.9, ms=1.0, sol=0.5),
             gpu_workload("fp32_1024x50000", ref_ms=1.8, ms=2.0, sol=0.85),
-            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="hidden", hidden=True),
+            gpu_workload("hidden_tail", ref_ms=0.1, ms=0.1, role="untimed", hidden=True),
         ]
     )
     report = baseline_import(

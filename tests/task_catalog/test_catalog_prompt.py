@@ -23,7 +23,7 @@ def prompt_task():
     )
     WorkloadFactory(version=version, name="bf16_8192x1024", role="timed", position=0)
     WorkloadFactory(version=version, name="check_small", role="check", position=1)
-    WorkloadFactory(version=version, name="secret_hidden_one", role="hidden", position=2)
+    WorkloadFactory(version=version, name="secret_hidden_one", role="untimed", position=2)
     WorkloadFactory(version=version, name="secret_check", role="check", hidden=True, position=3)
     for level in ("L1", "L2", "L3"):
         GuidanceFactory(task=version.task, level=level, text=f"Guidance text of {level}.")

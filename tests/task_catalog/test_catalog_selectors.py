@@ -16,7 +16,7 @@ def make_task(*, timed=2, props=("L1", "L1", "L3")):
     version = TaskVersionFactory()
     for i in range(timed):
         WorkloadFactory(version=version, name=f"timed_{i}")
-    WorkloadFactory(version=version, name="secret", role=Workload.Role.HIDDEN)
+    WorkloadFactory(version=version, name="secret", role=Workload.Role.UNTIMED)
     WorkloadFactory(version=version, name="check_public", role=Workload.Role.CHECK)
     WorkloadFactory(version=version, name="check_secret", role=Workload.Role.CHECK, hidden=True)
     for level in props:

@@ -1,8 +1,10 @@
+import importlib
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
@@ -22,7 +24,7 @@ from taskformat.package import (
     measured_content,
     measured_content_hash,
 )
-from tests.factories import SubmissionFactory
+from tests.factories import SubmissionFactory, WorkloadFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +54,7 @@ def test_load_creates_task_version_workloads_guidance_and_properties(catalog):
     assert [w.name for w in version.workloads.all()] == [w.name for w in spec.workloads]
     # The hidden workloads are stored as their declaration, never as workloads.
     assert not version.workloads.filter(hidden=True).exists()
-    assert not version.workloads.filter(role=Workload.Role.HIDDEN).exists()
+    assert not version.workloads.filter(role=Workload.Role.UNTIMED).exists()
     assert version.hidden_draws == hidden_declaration_dict(spec.hidden)
     assert version.hidden_draws["cuda"] and version.hidden_draws["interpret"]
     assert version.workloads.get(name="bf16_16384x1024").bytes == 2 * 16384 * 1024 * 2
@@ -295,7 +297,7 @@ def test_version_update_computes_workload_counts_from_formulas(catalog):
 @pytest.mark.parametrize(
     "workload",
     [
-        {"name": "h", "role": "hidden", "params": {"rows": 7, "cols": 9, "dtype": "float32"}},
+        {"name": "h", "role": "untimed", "params": {"rows": 7, "cols": 9, "dtype": "float32"}},
         {"name": "c", "role": "check", "hidden": True, "params": {"rows": 7, "cols": 9}},
     ],
 )
@@ -420,3 +422,17 @@ def test_a_dependency_must_exist_be_lower_or_equal_and_form_no_cycle(catalog, ol
         catalog_load(directory=catalog)
 
     assert not Task.objects.exists()
+
+
+def test_the_untimed_role_migration_renames_hidden_rows_both_ways():
+    migration = importlib.import_module("task_catalog.migrations.0007_house_untimed_role")
+    workload = WorkloadFactory(name="hidden_1", role="hidden", hidden=True)
+    timed = WorkloadFactory(version=workload.version, name="w", role="timed", position=1)
+
+    migration.forwards(django_apps, None)
+    assert (Workload.objects.get(pk=workload.pk).role, Workload.objects.get(pk=timed.pk).role) == (
+        "untimed",
+        "timed",
+    )
+    migration.backwards(django_apps, None)
+    assert Workload.objects.get(pk=workload.pk).role == "hidden"

@@ -80,9 +80,9 @@ def test_count_draws_that_many_workloads_named_by_number_in_each_mode():
     )
     drawn = hidden_draw(declaration, secret="s", slug="t")
     assert [(w.name, w.role, w.hidden) for w in drawn] == [
-        ("hidden_1", WorkloadRole.HIDDEN, True),
-        ("hidden_2", WorkloadRole.HIDDEN, True),
-        ("hidden_3", WorkloadRole.HIDDEN, True),
+        ("hidden_1", WorkloadRole.UNTIMED, True),
+        ("hidden_2", WorkloadRole.UNTIMED, True),
+        ("hidden_3", WorkloadRole.UNTIMED, True),
         ("check_hidden_1", WorkloadRole.CHECK, True),
     ]
     assert (declaration.count(Mode.CUDA), declaration.count(Mode.INTERPRET)) == (3, 1)
