@@ -222,7 +222,13 @@ def expected_sequence(plan: Plan) -> list[tuple[str, str, str]]:
         elif plan.clean:
             steps.append(("timing", name, ""))
         else:
-            steps += [("batch_begin", name, ""), ("batch_end", name, ""), ("timing", name, "")]
+            steps += [
+                ("batch_begin", name, ""),
+                ("batch_calls", name, ""),
+                ("batch_taken", name, ""),
+                ("batch_end", name, ""),
+                ("timing", name, ""),
+            ]
     steps.append(("done", "", ""))
     return steps
 
@@ -234,6 +240,7 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
     seeds = {w.name: w.seeds for w in plan.workloads}
     position = 0
     batch_begin: float | None = None
+    batch_calls, take_s = 0.0, 0.0
     finished = False
     for stamp, msg in messages:
         event = str(msg.get("event"))
@@ -264,9 +271,14 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
         elif event == "output":
             seen.outputs.setdefault(name, []).append(parse_output(msg))
         elif event == "batch_begin":
-            batch_begin = stamp
+            batch_begin, batch_calls, take_s = stamp, stamp, 0.0
+        elif event == "batch_calls":
+            batch_calls = stamp
+        elif event == "batch_taken":
+            take_s = max(stamp - batch_calls, 0.0)
         elif event == "batch_end" and batch_begin is not None:
-            seen.batches[name] = parse_batch(msg, host_ms=(stamp - batch_begin) * 1e3)
+            host_ms = (stamp - batch_begin - take_s) * 1e3
+            seen.batches[name] = parse_batch(msg, host_ms=host_ms, take_ms=take_s * 1e3)
         elif event == "timing":
             seen.timings[name] = parse_timing(msg)
         elif event == "profiled":

@@ -134,21 +134,24 @@ class BatchReport:
     # None where the child sent no whole count or no finite time.
     calls: int | None
     event_ms: float | None
-    # The parent's own clock, from `batch_begin` to `batch_end`.
+    # The parent's own clock, from `batch_begin` to `batch_end`, less the time
+    # between `batch_calls` and `batch_taken` (the harness copying the outputs).
     host_ms: float
+    take_ms: float = 0.0
 
     @property
     def well_formed(self) -> bool:
         return self.calls is not None and self.calls >= 1 and self.event_ms is not None
 
 
-def parse_batch(msg: dict, host_ms: float) -> BatchReport:
+def parse_batch(msg: dict, host_ms: float, take_ms: float = 0.0) -> BatchReport:
     calls, event_ms = msg.get("calls"), msg.get("event_ms")
     return BatchReport(
         workload=str(msg.get("workload")),
         calls=calls if isinstance(calls, int) else None,
         event_ms=float(event_ms) if is_number(event_ms) else None,
         host_ms=host_ms,
+        take_ms=take_ms,
     )
 
 

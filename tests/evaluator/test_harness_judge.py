@@ -492,3 +492,22 @@ def test_an_output_must_have_the_reference_s_layout_and_memory_of_its_own():
         layout_problem([_reference_layout((1, 6), strides=(999, 1))], single, inplace=False) == ""
     )
     assert "returned 0 outputs" in layout_problem(None, expected, inplace=False)
+
+
+def test_a_row_major_output_stands_beside_a_reference_that_returns_a_permuted_view():
+    # An attention reference that returns (B, S, H, D) memory seen as (B, H, S, D):
+    # the natural row-major (B, H, S, D) result is a plain copy for the harness.
+    expected = (torch.empty(2, 4, 8, 3).transpose(1, 2),)
+    shape = (2, 8, 4, 3)
+    row_major = _reference_layout(shape)
+    assert layout_problem([row_major], expected, inplace=False) == ""
+    as_reference = _reference_layout(shape, strides=expected[0].stride())
+    assert layout_problem([as_reference], expected, inplace=False) == ""
+    # Any other layout leaves work to the harness's copy: a transposed view of a
+    # row-major result, an expanded one.
+    other = _reference_layout(shape, strides=(96, 12, 1, 4))
+    assert "row-major tensor or one in the reference's layout" in layout_problem(
+        [other], expected, inplace=False
+    )
+    expanded = _reference_layout(shape, strides=(0, 12, 3, 1))
+    assert layout_problem([expanded], expected, inplace=False) != ""

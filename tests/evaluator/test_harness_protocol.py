@@ -32,7 +32,21 @@ def test_an_honest_sequence_is_accepted_without_flags():
     seen = collect(honest_messages(), PLAN)
     assert seen.done and seen.started and not seen.flags
     assert [m.tag for m in seen.outputs["a"]] == ["0", "0r", "1"]
-    assert seen.batches["a"].host_ms == pytest.approx(1000.0)
+    # batch_begin, batch_calls, batch_taken, batch_end one second apart: the copies'
+    # second is the harness's, not the calls'.
+    assert seen.batches["a"].host_ms == pytest.approx(2000.0)
+    assert seen.batches["a"].take_ms == pytest.approx(1000.0)
+
+
+def test_the_harness_s_copies_are_left_out_of_the_batch_s_host_time():
+    stamps = {"batch_begin": 10.0, "batch_calls": 10.004, "batch_taken": 10.054, "batch_end": 10.06}
+    msgs = [(stamps.get(m["event"], t), m) for t, m in honest_messages()]
+    batch = collect(msgs, PLAN).batches["a"]
+    assert batch.host_ms == pytest.approx(10.0) and batch.take_ms == pytest.approx(50.0)
+    # Skipping the markers is a break in the sequence, not a free pass.
+    forged = [(t, m) for t, m in msgs if m["event"] != "batch_taken"]
+    flags = collect(forged, PLAN).flags
+    assert flags and "expected 'batch_taken'" in flags[0]["detail"]
 
 
 @pytest.mark.parametrize(

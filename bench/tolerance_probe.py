@@ -1,0 +1,84 @@
+"""How far an honest expert's outputs sit from the reference's on drawn workloads, on the GPU.
+
+    python bench/tolerance_probe.py TASK [--draws 20] [--params '{"dist": "adversarial"}']
+
+Draws the task's cuda hidden workloads from fresh throwaway secrets (or takes the
+given parameters), runs the expert (`catalog/<task>/expert.py`) and the reference
+on the same inputs and prints, per output: the evaluator's comparison under the
+task's tolerance, the largest absolute error, and that error over the reference
+output's RMS and over its largest value. What the task's tolerance must allow
+for honest arithmetic (Hopper's fp8 accumulation, another summation order) is
+read from these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evaluator.harness.compare import compare_tensor  # noqa: E402
+from evaluator.harness.workload import load_module  # noqa: E402
+from taskformat.hidden import hidden_draw  # noqa: E402
+from taskformat.package import load_task  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("task")
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--params", help="one workload's parameters as JSON (no draws)")
+    args = parser.parse_args()
+    folder = ROOT / "catalog" / args.task
+    task = load_task(folder)
+    ref = load_module(str(folder / "reference.py"), f"ref_{args.task}")
+    expert = load_module(str(folder / "expert.py"), f"expert_{args.task}")
+    if args.params:
+        draws = [json.loads(args.params)] * args.draws
+    else:
+        draws = []
+        while len(draws) < args.draws:
+            drawn = hidden_draw(task.hidden, secret=secrets.token_hex(16), slug=task.slug)
+            draws += [w.params for w in drawn if w.name.startswith("hidden_")]
+    device = torch.device("cuda")
+    for index, params in enumerate(draws[: args.draws]):
+        torch.manual_seed(index)
+        init = ref.get_init_inputs(**params)
+        inputs = [x.to(device) if torch.is_tensor(x) else x for x in ref.get_inputs(**params)]
+        with torch.no_grad():
+            want = ref.Model(*init).to(device)(
+                *[x.clone() if torch.is_tensor(x) else x for x in inputs]
+            )
+            got = expert.ModelNew(*init).to(device)(
+                *[x.clone() if torch.is_tensor(x) else x for x in inputs]
+            )
+        want = want if isinstance(want, (tuple, list)) else (want,)
+        got = got if isinstance(got, (tuple, list)) else (got,)
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            tol = task.tolerance_for(str(w.dtype).removeprefix("torch."))
+            result = compare_tensor(g.contiguous(), w.contiguous(), tol)
+            d = (g.double() - w.double()).abs()
+            rms = float(w.double().pow(2).mean().sqrt())
+            peak = float(w.double().abs().max())
+            worst = float(d.max())
+            shown = {k2: v for k2, v in params.items() if k2 != "dist"}
+            print(
+                f"{args.task} {index:>2} out{k} {shown} {params.get('dist', '')}: "
+                f"{'ok  ' if result.ok else 'FAIL'} max|d| {worst:.3g} "
+                f"max|d|/rms {worst / max(rms, 1e-30):.3g} "
+                f"max|d|/peak {worst / max(peak, 1e-30):.3g} "
+                f"rel_l2 {result.rel_err if result.rel_err is not None else float('nan'):.3g}"
+                + (f"  [{result.message[:120]}]" if not result.ok else ""),
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
