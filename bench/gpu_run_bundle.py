@@ -110,7 +110,7 @@ for e in (Evaluation.objects.select_related("submission__task_version__task")
              "speedup": r.speedup, "achieved_tflops": r.achieved_tflops,
              "achieved_tbps": r.achieved_tbps, "sol_fraction": r.sol_fraction,
              "timing": r.timing, "counters": r.counters}
-            for r in e.results.order_by("position")
+            for r in e.results.filter(hidden=False).order_by("position")
         ],
     }
 print(json.dumps(out))

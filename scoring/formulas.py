@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evaluator.models import EvaluationStatus as Status
+from evaluator.harness.verdict import Status
 from taskformat.spec import Level
 
 LEVELS: tuple[str, ...] = tuple(level.value for level in Level)

@@ -86,6 +86,7 @@ def _tolerance_lines(tolerances: Mapping[str, Mapping[str, float]]) -> list[str]
         t = tolerances[dtype]
         name = "other dtypes" if dtype == "default" else dtype
         floor = f", abs_l2 {t['abs_l2']:g}" if t.get("abs_l2") else ""
+        floor += f", atol_rms {t['atol_rms']:g}" if t.get("atol_rms") else ""
         lines.append(
             f"- {name}: atol {t['atol']:g}, rtol {t['rtol']:g}, rel_l2 {t['rel_l2']:g}{floor}"
         )

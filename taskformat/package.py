@@ -105,7 +105,8 @@ def _tolerance_fields(tolerance: Tolerance) -> dict[str, float]:
     """A tolerance's measured fields; `abs_l2` only where set, so a task without a floor
     keeps the hash it had before the field existed."""
     fields = {"atol": tolerance.atol, "rtol": tolerance.rtol, "rel_l2": tolerance.rel_l2}
-    return fields | ({"abs_l2": tolerance.abs_l2} if tolerance.abs_l2 else {})
+    optional = {"abs_l2": tolerance.abs_l2, "atol_rms": tolerance.atol_rms}
+    return fields | {name: value for name, value in optional.items() if value}
 
 
 def measured_content_hash(measured: Mapping[str, Any]) -> str:
@@ -183,6 +184,7 @@ def load_task(path: Path) -> TaskSpec:
             rtol=float(t["rtol"]),
             rel_l2=float(t["rel_l2"]),
             abs_l2=float(t.get("abs_l2", 0.0)),
+            atol_rms=float(t.get("atol_rms", 0.0)),
         )
         for dtype, t in need("tolerances").items()
     }

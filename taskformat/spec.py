@@ -54,6 +54,11 @@ class Tolerance:
     # arithmetic can cancel to near zero. 0 (the default): no floor. A constant
     # output still fails wherever the reference varies by more than abs_l2.
     abs_l2: float = 0.0
+    # An elementwise allowance as a share of the reference output's RMS, beside
+    # atol: for outputs whose elements honest arithmetic can cancel from terms
+    # far larger than themselves (a block-scaled fp8 GEMM accumulates each block
+    # at the tensor cores' precision). 0 (the default): none.
+    atol_rms: float = 0.0
 
 
 # The matrix units whose rate the worker measures (`peak_tflops_<dtype>` in its

@@ -24,9 +24,14 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
-    """Elementwise atol/rtol, a relative L2 bound (with the tolerance's absolute floor), and
-    NaN/Inf only where the reference has them."""
+def compare_tensor(
+    out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, ref_rms: float | None = None
+) -> Comparison:
+    """Elementwise atol/rtol (with the tolerance's share of the reference's RMS), a relative
+    L2 bound (with its absolute floor), and NaN/Inf only where the reference has them.
+
+    `ref_rms`: the RMS of the whole reference output where `ref` holds a sample of it.
+    """
     if type(out) is not torch.Tensor:
         return Comparison(False, None, None, f"output is {type(out).__name__}, not a torch.Tensor")
     if out.shape != ref.shape:
@@ -54,7 +59,10 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comp
     finite = torch.isfinite(r) & torch.isfinite(o)
     diff = torch.where(finite, (o - r).abs(), 0.0)
     max_abs = float(diff.max().item())
-    allowed = tol.atol + tol.rtol * r.abs()
+    atol = tol.atol
+    if tol.atol_rms:
+        atol += tol.atol_rms * (ref_rms if ref_rms is not None else finite_rms(r))
+    allowed = atol + tol.rtol * r.abs()
     over = int((finite & (diff > allowed)).sum().item())
     ref_norm = float(torch.linalg.vector_norm(torch.where(finite, r, 0.0)).item())
     err_norm = float(torch.linalg.vector_norm(diff).item())
@@ -73,13 +81,20 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comp
         worst = int(torch.argmax(torch.where(finite, diff - allowed, -math.inf)).item())
         index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), r.shape))
         reasons.append(
-            f"{over} of {r.numel()} values outside atol={tol.atol:g}, rtol={tol.rtol:g} "
+            f"{over} of {r.numel()} values outside atol={atol:g}, rtol={tol.rtol:g} "
             f"(worst at {index}: got {o.reshape(-1)[worst].item():.6g}, "
             f"expected {r.reshape(-1)[worst].item():.6g})"
         )
     if rel > rel_bound:
         reasons.append(f"relative L2 error {rel:.3g} above {rel_bound:.3g}")
     return Comparison(not reasons, max_abs, rel, "; ".join(reasons))
+
+
+def finite_rms(values: torch.Tensor) -> float:
+    """The RMS of a tensor's finite values (0 for none)."""
+    v = values.double()
+    v = v[torch.isfinite(v)]
+    return float(v.pow(2).mean().sqrt().item()) if v.numel() else 0.0
 
 
 def fingerprint_matches(
@@ -115,6 +130,20 @@ def fingerprint_matches(
         except (TypeError, ValueError, RuntimeError):
             return False
         ref_values = torch.tensor([want[i] for i in picked], dtype=torch.float64)
-        if not compare_tensor(values, ref_values, task.tolerance_for(dtype_name(dtype))).ok:
+        tol = task.tolerance_for(dtype_name(dtype))
+        rms = _dtype_rms(expected, dtype) if tol.atol_rms else None
+        if not compare_tensor(values, ref_values, tol, ref_rms=rms).ok:
             return False
     return True
+
+
+def _dtype_rms(expected: tuple, dtype: torch.dtype) -> float:
+    """The RMS of every finite value of the reference's outputs of `dtype`, together."""
+    squares, count = 0.0, 0
+    for output in expected:
+        if output.dtype == dtype:
+            v = output.double()
+            v = v[torch.isfinite(v)]
+            squares += float(v.pow(2).sum().item())
+            count += v.numel()
+    return (squares / count) ** 0.5 if count else 0.0

@@ -370,14 +370,19 @@ def _hidden_draws_normalize(raw: Any) -> dict[str, Any]:
         raise ValidationError(f"hidden_draws: {exc}") from exc
 
 
+REQUIRED_TOLERANCE = frozenset({"atol", "rtol", "rel_l2"})
+OPTIONAL_TOLERANCE = frozenset({"abs_l2", "atol_rms"})
+
+
 def _tolerances_check(tolerances: Any) -> None:
     if not isinstance(tolerances, dict) or "default" not in tolerances:
         raise ValidationError("tolerances need a 'default' entry (atol, rtol, rel_l2)")
     for dtype, entry in tolerances.items():
         keys = set(entry) if isinstance(entry, dict) else set()
-        if not {"atol", "rtol", "rel_l2"} <= keys <= {"atol", "rtol", "rel_l2", "abs_l2"}:
+        if not REQUIRED_TOLERANCE <= keys <= REQUIRED_TOLERANCE | OPTIONAL_TOLERANCE:
             raise ValidationError(
-                f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2 (and optionally abs_l2)"
+                f"tolerances[{dtype!r}] needs exactly atol, rtol and rel_l2 "
+                "(and optionally abs_l2, atol_rms)"
             )
         if not all(isinstance(v, int | float) and v >= 0 for v in entry.values()):
             raise ValidationError(f"tolerances[{dtype!r}] values must be non-negative numbers")

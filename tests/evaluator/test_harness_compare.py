@@ -125,3 +125,20 @@ def test_fingerprint_counts_the_outputs_holding_non_finite_values():
     other = ref()
     other[3, 3] = math.inf
     assert fingerprint([r, ref(), other], seed=1)["nonfinite_outputs"] == 2
+
+
+def test_atol_rms_widens_each_element_by_a_share_of_the_reference_s_rms():
+    # A large output beside a cancelled one: the honest error of the small one is an
+    # ulp of the large terms, far above atol and rtol of its own value.
+    ref = torch.tensor([1000.0, -1000.0, 0.5, 2.0])
+    out = ref + torch.tensor([0.0, 0.0, 0.05, 0.0])
+    strict = Tolerance(atol=1e-3, rtol=1e-3, rel_l2=1e-3)
+    assert not compare_tensor(out, ref, strict).ok
+    rms = float(ref.pow(2).mean().sqrt())  # about 707
+    widened = Tolerance(atol=1e-3, rtol=1e-3, rel_l2=0.05, atol_rms=1e-4)
+    assert compare_tensor(out, ref, widened).ok
+    # Far beyond the share, and a sample judged against the whole output's RMS.
+    assert not compare_tensor(ref + torch.tensor([0.0, 0.0, 0.5, 0.0]), ref, widened).ok
+    sample_out, sample_ref = out[2:], ref[2:]
+    assert not compare_tensor(sample_out, sample_ref, widened).ok
+    assert compare_tensor(sample_out, sample_ref, widened, ref_rms=rms).ok
