@@ -115,6 +115,24 @@ def evaluation_latest_by_submission(*, submission_ids: Iterable[int]) -> dict[in
     return {e.submission_id: e for e in evaluations}
 
 
+def evaluation_latest_states(*, submission_ids: Iterable[int]) -> dict[int, Evaluation]:
+    """The newest evaluation of each of `submission_ids` with its status and mode only, by
+    submission id (one query): what a run's table and state show, without the logs,
+    environments and workload results that `evaluation_latest_by_submission` reads."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    newest = Evaluation.objects.filter(submission=OuterRef("submission")).order_by(
+        "-created_at", "-pk"
+    )
+    evaluations = (
+        Evaluation.objects.filter(submission_id__in=ids)
+        .filter(pk=Subquery(newest.values("pk")[:1]))
+        .only("pk", "submission_id", "status", "mode")
+    )
+    return {e.submission_id: e for e in evaluations}
+
+
 def evaluation_view_for_viewer(
     *, evaluation: Evaluation, user: User | AnonymousUser
 ) -> EvaluationView:

@@ -42,11 +42,11 @@ PAGES = {
     "matrix": (6, 1),
     # version; the catalog's rows
     "catalog": (2, 1),
-    # the run; per side: kernels, latest evaluations + results, traces, (proposals); both
+    # the run; per side: kernels, latest evaluations (status and mode), traces, (proposals); both
     # runs' stored task scores; the tasks of the run's catalog version (its pinned row, and
     # for a run made before versions were pinned, the catalog's digest); both runs'
     # scores; the cell verdicts; the moderation log
-    "run": (17, None),
+    "run": (15, None),
     # the submission; its latest evaluation + results; the expert's results on its GPU;
     # properties + assessments; the moderation log
     "submission": (7, None),
