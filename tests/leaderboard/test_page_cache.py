@@ -2,20 +2,28 @@
 moderation decision or a change of visibility shows on the very next request."""
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
+from evaluator.models import Evaluation
 from evaluator.services import EXPERT_USERNAME, baseline_import, evaluation_review
-from leaderboard.caching import versioned
+from evaluator.signals import evaluation_result_changed
+from leaderboard.caching import by_content, versioned
+from leaderboard.generate import leaderboard_example_generate
 from moderation.services import moderation_act
+from runs.models import Run
 from runs.services import run_visibility_set
+from scoring.intervals import entry_scores
 from scoring.selectors import scores_version
-from scoring.services import scores_refresh
+from scoring.services import scores_refresh, scores_version_bump
 from tests.evaluator.test_baselines import gpu_verdict
 from tests.factories import (
     EvaluationFactory,
     RunFactory,
     SubmissionFactory,
+    TaskVersionFactory,
     UserFactory,
+    WorkloadFactory,
     WorkloadResultFactory,
     task_with_workloads,
 )
@@ -116,3 +124,77 @@ def test_a_run_withdrawn_or_made_private_leaves_the_leaderboard_at_once(client, 
 
     html = page(client, url)
     assert f'id="entry-{withdrawn.pk}"' not in html and f'id="entry-{private.pk}"' not in html
+
+
+def test_a_value_by_content_is_built_once_per_inputs_whatever_the_data_version():
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    assert by_content(name="t", inputs=[1, {"a": 2}], build=build) == {"n": 1}
+    scores_version_bump()
+    assert by_content(name="t", inputs=[1, {"a": 2}], build=build) == {"n": 1}
+    assert by_content(name="t", inputs=[1, {"a": 3}], build=build) == {"n": 2}
+    assert by_content(name="other", inputs=[1, {"a": 2}], build=build) == {"n": 3}
+
+
+def generated_board(runs=22):
+    """A generated board (leaderboard_example's data) on 3 tasks where the entries have
+    two attempts: runs 10 pairs apart share their model and agent."""
+    for i in range(3):
+        version = TaskVersionFactory(task__slug=f"task_{i}", task__position=i)
+        WorkloadFactory(version=version, name="timed_a")
+    leaderboard_example_generate(runs=runs)
+
+
+def test_a_changed_evaluation_result_changes_the_cached_interval(
+    client, django_capture_on_commit_callbacks
+):
+    generated_board()
+    before = {tuple(r["run_ids"]): r for r in client.get("/api/leaderboard/").json()}
+    ids, entry = next((k, r) for k, r in before.items() if len(k) > 1 and r["correctness_rate"])
+    # One of the entry's correct kernels is judged again, incorrect, through the evaluator's
+    # signal (scores follow it, as after a stored verdict).
+    evaluation = Evaluation.objects.filter(submission__run_id=ids[0], status="correct").first()
+    Evaluation.objects.filter(pk=evaluation.pk).update(status="incorrect")
+    with django_capture_on_commit_callbacks(execute=True):
+        evaluation_result_changed.send(
+            sender=Evaluation,
+            evaluation_id=evaluation.pk,
+            submission_id=evaluation.submission_id,
+            run_id=ids[0],
+            change="verdict",
+        )
+
+    after = {tuple(r["run_ids"]): r for r in client.get("/api/leaderboard/").json()}
+    assert after[ids]["correctness_rate"] < entry["correctness_rate"]
+    assert after[ids]["correctness_rate_ci"] != entry["correctness_rate_ci"]
+    cache.clear()  # and what was served is what a fresh computation gives
+    assert {tuple(r["run_ids"]): r for r in client.get("/api/leaderboard/").json()} == after
+
+
+def test_an_entrys_intervals_are_computed_once_while_its_scores_stay(client, monkeypatch):
+    generated_board()
+    cache.clear()  # the same generated parts may have been cached by another test
+    computed = []
+
+    def counted(**kwargs):
+        computed.append(kwargs["seed"])
+        return entry_scores(**kwargs)
+
+    monkeypatch.setattr("leaderboard.selectors.entries.entry_scores", counted)
+    rows = client.get("/api/leaderboard/").json()
+    several = [r for r in rows if r["attempts"] > 1]
+    assert several and len(computed) == len(several)
+
+    UserFactory()  # a new data version: the table is built again, the intervals are not
+    assert client.get(reverse("leaderboard:leaderboard")).status_code == 200
+    assert client.get("/api/leaderboard/").json() == rows
+    assert len(computed) == len(several)
+
+    run = Run.objects.get(pk=several[0]["run_ids"][0])
+    scores_refresh(run_ids=[run.pk])  # rewritten alike: same parts, same intervals
+    client.get("/api/leaderboard/")
+    assert len(computed) == len(several)
