@@ -40,6 +40,7 @@ from evaluator.models import (
 from evaluator.services.pools import pool_queue
 from submissions.models import Submission
 from task_catalog.models import Task
+from taskformat.spec import Mode
 
 RESULT_FIELDS = (
     "name",
@@ -329,7 +330,7 @@ def baselines_pending(*, task: Task | None = None) -> list[BaselinePending]:
     task and GPU; `task` keeps one task (one query)."""
     evaluations = Evaluation.objects.filter(
         submission__owner__username=EXPERT_USERNAME,
-        mode="cuda",
+        mode=Mode.CUDA,
         status__in=sorted(FINISHED_STATUSES),
         submission__task__current_version__isnull=False,
     ).exclude(hardware="")

@@ -19,6 +19,7 @@ from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from scoring.services.scores import scores_refresh
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task, Workload
+from taskformat.spec import Mode
 
 GENERATED_NOTE = "Generated example data for the leaderboard benchmark, not an agent's output."
 OWNER = "example-generator"
@@ -90,7 +91,7 @@ def _kernels(rnd, run, tasks, timed, properties, guided, hardware, now) -> None:
             Evaluation(
                 submission=s,
                 status=rnd.choice(STATUSES[:-2] if guided else STATUSES),
-                mode="cuda",
+                mode=Mode.CUDA,
                 hardware=hardware,
                 evaluator_version="generated",
                 finished_at=now,

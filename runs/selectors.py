@@ -57,6 +57,12 @@ def run_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> Run:
     return run
 
 
+def run_pair_for_viewer(*, user: User | AnonymousUser, run: Run) -> Run | None:
+    """The run's twin if `user` may see it (`run` from `run_get_for_viewer`: its pair is
+    joined), else None."""
+    return run.pair if run.pair and _can_view(user=user, run=run.pair) else None
+
+
 def run_list_for_viewer(*, user: User | AnonymousUser) -> QuerySet[Run]:
     """Runs `user` may see, newest first."""
     runs = Run.objects.select_related("owner")
@@ -233,7 +239,7 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
     one row per task of its catalog version (and per task either run touched) with the
     twin beside it; speedups and correctness are the stored scores."""
-    pair = run.pair if run.pair and _can_view(user=user, run=run.pair) else None
+    pair = run_pair_for_viewer(user=user, run=run)
     # The stored task scores of both runs, in one query.
     stored = {
         s.submission_id: s

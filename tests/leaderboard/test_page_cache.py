@@ -1,8 +1,13 @@
 """Pages are cached under the data version and never stale: an evaluation, a review, a
-moderation decision or a change of visibility shows on the very next request."""
+moderation decision or a change of visibility shows on the very next request; values that
+follow from their inputs alone (bootstrap intervals) are cached by those inputs."""
+
+import re
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluator.models import Evaluation
@@ -10,7 +15,7 @@ from evaluator.services import EXPERT_USERNAME, baseline_import, evaluation_revi
 from evaluator.signals import evaluation_result_changed
 from leaderboard.caching import by_content, versioned
 from leaderboard.generate import leaderboard_example_generate
-from moderation.services import moderation_act
+from moderation.services import cell_verdict_set, moderation_act
 from runs.models import Run
 from runs.services import run_visibility_set
 from scoring.intervals import entry_scores
@@ -198,3 +203,70 @@ def test_an_entrys_intervals_are_computed_once_while_its_scores_stay(client, mon
     scores_refresh(run_ids=[run.pk])  # rewritten alike: same parts, same intervals
     client.get("/api/leaderboard/")
     assert len(computed) == len(several)
+
+
+def result_changed(evaluation, status):
+    """The evaluation's verdict becomes `status`, as the evaluator stores it (its signal,
+    after the commit, refreshes the scores)."""
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=status)
+    evaluation_result_changed.send(
+        sender=Evaluation,
+        evaluation_id=evaluation.pk,
+        submission_id=evaluation.submission_id,
+        run_id=evaluation.submission.run_id,
+        change="verdict",
+    )
+
+
+def task_row(html, slug):
+    return re.search(rf'<tr id="task-{slug}">(.*?)</tr>', html, re.S).group(1)
+
+
+def test_the_public_run_page_shows_a_changed_result_and_a_moderators_word_at_once(client):
+    generated_board(runs=2)
+    run = Run.objects.order_by("pk").first()
+    url = reverse("runs:detail", args=[run.pk])
+    evaluation = Evaluation.objects.filter(submission__run=run, status="correct").first()
+    slug = evaluation.submission.task.slug
+    assert "status-correct" in task_row(page(client, url), slug)
+    assert "status-correct" in task_row(page(client, url), slug)  # served as built
+
+    result_changed(evaluation, "incorrect")
+    assert "status-incorrect" in task_row(page(client, url), slug)
+
+    moderator = UserFactory(is_staff=True)
+    cell_verdict_set(
+        actor=moderator,
+        run=run,
+        task=evaluation.submission.task,
+        verdict="reward_hack",
+        reason="It reads the expected output.",
+    )
+    html = page(client, url)
+    assert "verdict-reward_hack" in task_row(html, slug)
+    assert "It reads the expected output." in html and moderator.username not in html
+    # The moderator's own view is built for them: the forms, and who acted.
+    client.force_login(moderator)
+    html = page(client, url)
+    assert 'id="verdict-' in html and moderator.username in html
+
+
+def test_the_public_submission_page_shows_a_changed_result_at_once(client):
+    generated_board(runs=2)
+    evaluation = Evaluation.objects.filter(status="correct").order_by("pk").first()
+    url = reverse("submissions:detail", args=[evaluation.submission_id])
+    assert 'status-correct" id="live-status"' in page(client, url)
+    assert 'status-correct" id="live-status"' in page(client, url)  # served as built
+
+    result_changed(evaluation, "incorrect")
+    assert 'status-incorrect" id="live-status"' in page(client, url)
+
+
+def test_a_submission_page_that_follows_its_job_is_built_per_request(client):
+    evaluation = EvaluationFactory(status="queued", submission__is_public=True)
+    url = reverse("submissions:detail", args=[evaluation.submission_id])
+    assert 'id="live-job"' in page(client, url)
+    # The job's heartbeat is no data version change; the page still shows the job as it is.
+    with CaptureQueriesContext(connection) as queries:
+        assert 'id="live-job"' in page(client, url)
+    assert len(queries) > 2

@@ -209,9 +209,14 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     for run in stored:  # one task, then two
         with django_assert_num_queries(13):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(14):  # the API's, then the moderation log
+        # The public's page is built once per data version: the API's, the moderation log,
+        # the data version and the run again (read under the version it is cached by) ...
+        with django_assert_num_queries(16):
             html = client.get(f"/runs/{run.pk}/").content.decode()
         assert 'data-figure="run-implementation"' in html
+        # ... then served: the run (whether the viewer may see it) and the data version.
+        with django_assert_num_queries(2):
+            assert client.get(f"/runs/{run.pk}/").content.decode() == html
 
 
 LEVELS_PLAIN = {"L1": 40.0, "L2": 20.0, "L3": None, "combined": 30.0}
