@@ -270,3 +270,19 @@ def test_a_submission_page_that_follows_its_job_is_built_per_request(client):
     with CaptureQueriesContext(connection) as queries:
         assert 'id="live-job"' in page(client, url)
     assert len(queries) > 2
+
+
+def test_the_public_run_page_hides_a_twin_made_private_and_is_gone_once_its_run_is(client):
+    generated_board(runs=2)
+    run = Run.objects.order_by("pk").first()
+    twin = run.pair
+    url = reverse("runs:detail", args=[run.pk])
+    assert f'href="/runs/{twin.pk}/"' in page(client, url)
+
+    owner = UserFactory(is_staff=True)  # the generated runs' owner is not a person
+    run_visibility_set(run=twin, user=owner, is_public=False)
+    html = page(client, url)
+    assert f'href="/runs/{twin.pk}/"' not in html and 'id="no-twin"' in html
+
+    run_visibility_set(run=run, user=owner, is_public=False)
+    assert client.get(url).status_code == 404
