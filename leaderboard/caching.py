@@ -31,15 +31,19 @@ from scoring.selectors import scores_version
 T = TypeVar("T")
 
 
-def versioned(*, name: str, key: str, build: Callable[[], T]) -> T:
+def versioned(
+    *, name: str, key: str, build: Callable[[], T], keep: Callable[[T], bool] | None = None
+) -> T:
     """`build()`, or what it returned for the same `name` and `key` under the current data
-    version. A None is never cached (an unknown slug must not fill the cache)."""
+    version. A None is never cached (an unknown slug must not fill the cache), nor a value
+    that `keep` refuses (a page that shows a job in progress, whose queue states change
+    without a new data version)."""
     digest = hashlib.sha256(f"{name}\0{key}\0{scores_version()}".encode()).hexdigest()
     cache_key = f"d2k:versioned:{digest}"
     value = cache.get(cache_key)
     if value is None:
         value = build()
-        if value is not None:
+        if value is not None and (keep is None or keep(value)):
             cache.set(cache_key, value)
     return value
 

@@ -18,9 +18,10 @@ from moderation.services import cell_verdict_set, moderation_act
 from runformat import SCHEMAS, schema_load
 from runs.audit import RedactionUnconfirmed, run_hits_by_task, scan_hits_search
 from runs.forms import AuditSearchForm, BundleUploadForm, PairForm
-from runs.models import Run
+from runs.models import Run, RunState
 from runs.selectors import (
     EXAMPLE_LABEL,
+    RunDetail,
     run_detail,
     run_get_for_viewer,
     run_list_for_viewer,
@@ -85,12 +86,15 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Its owner and the moderators: traces as uploaded, the scanners' hits, the forms.
         context = _detail_context(run=run, user=request.user, request=request)
         return render(request, "runs/detail.html", context)
-    # Everyone else sees the same page, but for whether the twin is theirs to see.
+    # Everyone else sees the same page, but for whether the twin is theirs to see; it is
+    # kept once every kernel has its verdict (a claim or a hand-back of a job changes its
+    # status without a new data version).
     pair = run_pair_for_viewer(user=request.user, run=run)
     page = versioned(
         name="run-page",
         key=f"{run.pk}:{pair.pk if pair else ''}",
         build=lambda: _public_page(user=request.user, pk=run.pk),
+        keep=lambda page: bool(page["settled"]),
     )
     return render(request, "runs/detail.html", page)
 
@@ -98,10 +102,14 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _public_page(*, user: User | AnonymousUser, pk: int) -> dict[str, object]:
     run = run_get_for_viewer(user=user, pk=pk)  # as of the version being built
     context = _detail_context(run=run, user=user)
+    detail = context["detail"]
+    assert isinstance(detail, RunDetail)
     return {
         "run": run,
         "has_charts": context["has_charts"],
         "content": fragment(template="runs/_detail.html", context=context),
+        "settled": detail.state == RunState.COMPLETE
+        and detail.pair_state in (None, RunState.COMPLETE),
     }
 
 

@@ -72,28 +72,27 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_get_for_viewer(user=request.user, pk=pk)
     user = request.user
     if not user.is_staff and user.pk != submission.owner_id:
-        # Everyone but its owner and the moderators sees the same page once the evaluation
-        # has its verdict (before, it follows the job: built per request).
+        # Everyone but its owner and the moderators sees the same page; it is kept once the
+        # evaluation has its verdict (before, it follows the job, whose queue states change
+        # without a new data version).
         page = versioned(
             name="submission-page",
             key=str(submission.pk),
-            build=lambda: _settled_public_page(user=user, pk=submission.pk),
+            build=lambda: _public_page(user=user, pk=submission.pk),
+            keep=lambda page: not page["live"],
         )
-        if page is not None:
-            return render(request, "submissions/detail.html", page)
+        return render(request, "submissions/detail.html", page)
     context = _detail_context(submission=submission, user=user)
     if user.is_authenticated and user.is_staff:
         context["moderation_form"] = ModerationForm()
     return render(request, "submissions/detail.html", context)
 
 
-def _settled_public_page(*, user: User | AnonymousUser, pk: int) -> dict[str, object] | None:
+def _public_page(*, user: User | AnonymousUser, pk: int) -> dict[str, object]:
     submission = submission_get_for_viewer(user=user, pk=pk)  # as of the version being built
     context = _detail_context(submission=submission, user=user)
-    if context["live"]:
-        return None
     content = fragment(template="submissions/_detail.html", context=context)
-    return {"submission": submission, "live": False, "content": content}
+    return {"submission": submission, "live": context["live"], "content": content}
 
 
 def _detail_context(*, submission: Submission, user: User | AnonymousUser) -> dict[str, object]:

@@ -286,3 +286,18 @@ def test_the_public_run_page_hides_a_twin_made_private_and_is_gone_once_its_run_
 
     run_visibility_set(run=run, user=owner, is_public=False)
     assert client.get(url).status_code == 404
+
+
+def test_a_public_run_page_with_a_kernel_in_progress_follows_its_job(client):
+    generated_board(runs=2)
+    run = Run.objects.order_by("pk").first()
+    submission = run.submissions.order_by("pk").first()
+    url = reverse("runs:detail", args=[run.pk])
+    page(client, url)
+    rerun = EvaluationFactory(submission=submission, status="queued")  # a re-run: a new row
+    assert "status-queued" in task_row(page(client, url), submission.task.slug)
+
+    # A worker claims it with a queryset update, as evaluator.services.jobs does: no new
+    # data version, and the page still shows it.
+    Evaluation.objects.filter(pk=rerun.pk).update(status="running")
+    assert "status-running" in task_row(page(client, url), submission.task.slug)
