@@ -156,7 +156,8 @@ def targets(client: httpx.Client, *, task: str) -> dict[str, str]:
     board.raise_for_status()
     if not board.json():
         sys.exit("The leaderboard is empty: generate the dataset first (leaderboard_example).")
-    run = board.json()[0]["run_id"]
+    # A board row is an entry: the runs of one model, agent and condition.
+    run = board.json()[0]["run_ids"][0]
     tasks = client.get(f"/api/runs/{run}/").json()["tasks"]
     submission = next(t["result"]["submission"] for t in tasks if t["result"])
     return {

@@ -4,6 +4,8 @@ from django.db.models import Q
 
 from core.models import BaseModel
 from evaluator.harness.verdict import Status
+from task_catalog.models import Workload
+from taskformat.spec import Mode
 
 # The owner of the expert baselines' evaluations (imported, never uploaded: see
 # evaluator.services.baselines); the leaderboard shows them as the expert rows.
@@ -32,6 +34,14 @@ FINISHED_STATUSES = frozenset(EvaluationStatus) - {
 }
 
 
+class EvaluationMode(models.TextChoices):
+    """Where an evaluation ran (docs/evaluator.md); each value is the harness's own
+    (taskformat.spec.Mode). Blank until a worker has run it."""
+
+    INTERPRET = Mode.INTERPRET.value, "interpret (Triton's CPU interpreter: correctness only)"
+    CUDA = Mode.CUDA.value, "cuda (timed on a GPU)"
+
+
 class Review(models.TextChoices):
     """Admin review of a flagged result."""
 
@@ -48,7 +58,7 @@ class Evaluation(BaseModel):
     status = models.CharField(
         max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED
     )
-    mode = models.CharField(max_length=10, blank=True)
+    mode = models.CharField(max_length=10, blank=True, choices=EvaluationMode.choices)
     message = models.TextField(blank=True)
     flags = models.JSONField(default=list, blank=True)
     environment = models.JSONField(default=dict, blank=True)
@@ -112,7 +122,7 @@ class Evaluation(BaseModel):
 class WorkloadResult(models.Model):
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="results")
     name = models.CharField(max_length=100)
-    role = models.CharField(max_length=8)
+    role = models.CharField(max_length=8, choices=Workload.Role.choices)
     hidden = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=EvaluationStatus.choices)
     message = models.TextField(blank=True)

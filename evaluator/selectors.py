@@ -40,6 +40,7 @@ from evaluator.models import (
 from evaluator.services.pools import pool_queue
 from submissions.models import Submission
 from task_catalog.models import Task
+from taskformat.spec import Mode
 
 RESULT_FIELDS = (
     "name",
@@ -111,6 +112,24 @@ def evaluation_latest_by_submission(*, submission_ids: Iterable[int]) -> dict[in
         Evaluation.objects.filter(submission_id__in=ids)
         .filter(pk=Subquery(newest.values("pk")[:1]))
         .prefetch_related(Prefetch("results", queryset=WorkloadResult.objects.order_by("position")))
+    )
+    return {e.submission_id: e for e in evaluations}
+
+
+def evaluation_latest_states(*, submission_ids: Iterable[int]) -> dict[int, Evaluation]:
+    """The newest evaluation of each of `submission_ids` with its status and mode only, by
+    submission id (one query): what a run's table and state show, without the logs,
+    environments and workload results that `evaluation_latest_by_submission` reads."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    newest = Evaluation.objects.filter(submission=OuterRef("submission")).order_by(
+        "-created_at", "-pk"
+    )
+    evaluations = (
+        Evaluation.objects.filter(submission_id__in=ids)
+        .filter(pk=Subquery(newest.values("pk")[:1]))
+        .only("pk", "submission_id", "status", "mode")
     )
     return {e.submission_id: e for e in evaluations}
 
@@ -311,7 +330,7 @@ def baselines_pending(*, task: Task | None = None) -> list[BaselinePending]:
     task and GPU; `task` keeps one task (one query)."""
     evaluations = Evaluation.objects.filter(
         submission__owner__username=EXPERT_USERNAME,
-        mode="cuda",
+        mode=Mode.CUDA,
         status__in=sorted(FINISHED_STATUSES),
         submission__task__current_version__isnull=False,
     ).exclude(hardware="")

@@ -19,6 +19,7 @@ from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from scoring.services.scores import scores_refresh
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Task, Workload
+from taskformat.spec import Mode, WorkloadRole
 
 GENERATED_NOTE = "Generated example data for the leaderboard benchmark, not an agent's output."
 OWNER = "example-generator"
@@ -36,7 +37,7 @@ def leaderboard_example_generate(*, runs: int, seed: int = 7, hardware: str = "N
         Task.objects.filter(current_version__isnull=False).select_related("current_version")
     )
     timed = {
-        t.pk: list(Workload.objects.filter(version=t.current_version_id, role="timed"))
+        t.pk: list(Workload.objects.filter(version=t.current_version_id, role=WorkloadRole.TIMED))
         for t in tasks
     }
     properties = {t.pk: list(DesignProperty.objects.filter(task=t)) for t in tasks}
@@ -90,7 +91,7 @@ def _kernels(rnd, run, tasks, timed, properties, guided, hardware, now) -> None:
             Evaluation(
                 submission=s,
                 status=rnd.choice(STATUSES[:-2] if guided else STATUSES),
-                mode="cuda",
+                mode=Mode.CUDA,
                 hardware=hardware,
                 evaluator_version="generated",
                 finished_at=now,
@@ -107,7 +108,7 @@ def _kernels(rnd, run, tasks, timed, properties, guided, hardware, now) -> None:
                 WorkloadResult(
                     evaluation=evaluation,
                     name=workload.name,
-                    role="timed",
+                    role=WorkloadRole.TIMED,
                     status=evaluation.status,
                     median_ms=1.0 / speedup,
                     ref_median_ms=1.0,

@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 
 from accounts.models import User
 from evaluator.models import FINISHED_STATUSES, Evaluation
-from evaluator.selectors import evaluation_latest_by_submission
+from evaluator.selectors import evaluation_latest_states
 from runs.models import Proposal, Run, RunState, Trace
 from runs.scanners import problems_redacted, redact_text
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
@@ -57,6 +57,12 @@ def run_get_for_viewer(*, user: User | AnonymousUser, pk: int | str) -> Run:
     return run
 
 
+def run_pair_for_viewer(*, user: User | AnonymousUser, run: Run) -> Run | None:
+    """The run's twin if `user` may see it (`run` from `run_get_for_viewer`: its pair is
+    joined), else None."""
+    return run.pair if run.pair and _can_view(user=user, run=run.pair) else None
+
+
 def run_list_for_viewer(*, user: User | AnonymousUser) -> QuerySet[Run]:
     """Runs `user` may see, newest first."""
     runs = Run.objects.select_related("owner")
@@ -74,9 +80,7 @@ def run_state_derive(*, run: Run) -> str:
     if run.state == RunState.RECEIVING:
         return RunState.RECEIVING
     ids = list(Submission.objects.filter(run=run).values_list("pk", flat=True))
-    return _state(
-        run=run, submission_ids=ids, latest=evaluation_latest_by_submission(submission_ids=ids)
-    )
+    return _state(run=run, submission_ids=ids, latest=evaluation_latest_states(submission_ids=ids))
 
 
 def _state(*, run: Run, submission_ids: list[int], latest: dict[int, Evaluation]) -> str:
@@ -185,9 +189,13 @@ def _results(
         s.task_id: s for s in Submission.objects.filter(run=run).only("pk", "task_id", "run_id")
     }
     ids = [s.pk for s in submissions.values()]
-    latest = evaluation_latest_by_submission(submission_ids=ids)
+    latest = evaluation_latest_states(submission_ids=ids)
+    # The pages' offsets are for the trace's own pages, not the run's.
     traces = {
-        t.task_id: t for t in Trace.objects.filter(run=run).select_related("task").defer("pages")
+        t.task_id: t
+        for t in Trace.objects.filter(run=run)
+        .select_related("task")
+        .defer("pages", "redacted_pages")
     }
     proposals = (
         {p.task_id: p.text for p in Proposal.objects.filter(run=run)} if with_proposals else {}
@@ -231,7 +239,7 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
     one row per task of its catalog version (and per task either run touched) with the
     twin beside it; speedups and correctness are the stored scores."""
-    pair = run.pair if run.pair and _can_view(user=user, run=run.pair) else None
+    pair = run_pair_for_viewer(user=user, run=run)
     # The stored task scores of both runs, in one query.
     stored = {
         s.submission_id: s

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -8,6 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.auth import authenticated_user
+from accounts.models import User
+from leaderboard.caching import fragment, versioned
 from leaderboard.selectors.breakdowns import run_level_charts
 from moderation.forms import CellVerdictForm, ModerationForm
 from moderation.selectors import cell_verdicts_for, cell_verdicts_search, moderation_actions_for
@@ -15,13 +18,15 @@ from moderation.services import cell_verdict_set, moderation_act
 from runformat import SCHEMAS, schema_load
 from runs.audit import RedactionUnconfirmed, run_hits_by_task, scan_hits_search
 from runs.forms import AuditSearchForm, BundleUploadForm, PairForm
-from runs.models import Run
+from runs.models import Run, RunState
 from runs.selectors import (
     EXAMPLE_LABEL,
+    RunDetail,
     run_detail,
     run_get_for_viewer,
     run_list_for_viewer,
     run_pair_candidates,
+    run_pair_for_viewer,
     trace_event_types,
     trace_get_for_viewer,
     trace_is_redacted_for,
@@ -77,18 +82,60 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
-    detail = run_detail(run=run, user=request.user)
+    if viewer_sees_raw(user=request.user, run=run):
+        # Its owner and the moderators: traces as uploaded, the scanners' hits, the forms.
+        context = _detail_context(run=run, user=request.user, request=request)
+        return render(request, "runs/detail.html", context)
+    # Everyone else sees the same page, but for whether the twin is theirs to see; it is
+    # kept once every kernel has its verdict (a claim or a hand-back of a job changes its
+    # status without a new data version).
+    pair = run_pair_for_viewer(user=request.user, run=run)
+    page = versioned(
+        name="run-page",
+        key=f"{run.pk}:{pair.pk if pair else ''}",
+        build=lambda: _public_page(user=request.user, pk=run.pk),
+        keep=lambda page: bool(page["settled"]),
+    )
+    return render(request, "runs/detail.html", page)
+
+
+def _public_page(*, user: User | AnonymousUser, pk: int) -> dict[str, object]:
+    run = run_get_for_viewer(user=user, pk=pk)  # as of the version being built
+    context = _detail_context(run=run, user=user)
+    detail = context["detail"]
+    assert isinstance(detail, RunDetail)
+    return {
+        "run": run,
+        "has_charts": context["has_charts"],
+        "content": fragment(template="runs/_detail.html", context=context),
+        "settled": detail.state == RunState.COMPLETE
+        and detail.pair_state in (None, RunState.COMPLETE),
+    }
+
+
+def _detail_context(
+    *, run: Run, user: User | AnonymousUser, request: HttpRequest | None = None
+) -> dict[str, object]:
+    """The run page's context for `user`; without the request, the public's (nothing that
+    only the owner and the moderators see, no form)."""
+    detail = run_detail(run=run, user=user)
     scores = run_scores_view(run=run, pair=detail.pair)
+    charts = run_level_charts(run=run, pair=detail.pair, scores=scores)
     context: dict[str, object] = {
         "detail": detail,
         "scores": scores,
-        "charts": run_level_charts(run=run, pair=detail.pair, scores=scores),
+        "charts": charts,
+        "has_charts": bool(charts.figures),
         "run": run,
         "moderation_actions": moderation_actions_for(run=run),
-        "is_owner": request.user.is_authenticated and request.user.pk == run.owner_id,
+        "is_owner": False,
         "verdicts": cell_verdicts_for(run=run),
         "hold_needs_review": settings.D2K_AUDIT_HOLD_NEEDS_REVIEW,
+        "sees_raw": False,
     }
+    if request is None:
+        return context
+    context["is_owner"] = request.user.is_authenticated and request.user.pk == run.owner_id
     context["sees_raw"] = viewer_sees_raw(user=request.user, run=run)
     if context["sees_raw"]:
         context["hits"] = run_hits_by_task(run=run)
@@ -97,7 +144,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.user.is_authenticated and request.user.is_staff:
         context["moderation_form"] = ModerationForm()
         context["verdict_form"] = CellVerdictForm()
-    return render(request, "runs/detail.html", context)
+    return context
 
 
 @login_required

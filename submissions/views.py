@@ -1,16 +1,19 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.auth import authenticated_user
+from accounts.models import User
 from core.unavailable import UNAVAILABLE, unavailable_message
 from evaluator.selectors import (
     evaluation_job_view,
     evaluation_latest_for_submission,
 )
+from leaderboard.caching import fragment, versioned
 from leaderboard.selectors import evaluation_expert_fractions
 from moderation.forms import ModerationForm
 from moderation.selectors import moderation_actions_for
@@ -18,6 +21,7 @@ from moderation.services import moderation_act
 from runs.selectors import EXAMPLE_LABEL
 from scoring.selectors import submission_properties_view
 from submissions.forms import UploadForm
+from submissions.models import Submission
 from submissions.quotas import QuotaExceeded
 from submissions.selectors import (
     submission_evaluation_for_viewer,
@@ -66,25 +70,49 @@ def mine(request: HttpRequest) -> HttpResponse:
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_get_for_viewer(user=request.user, pk=pk)
+    user = request.user
+    if not user.is_staff and user.pk != submission.owner_id:
+        # Everyone but its owner and the moderators sees the same page; it is kept once the
+        # evaluation has its verdict (before, it follows the job, whose queue states change
+        # without a new data version).
+        page = versioned(
+            name="submission-page",
+            key=str(submission.pk),
+            build=lambda: _public_page(user=user, pk=submission.pk),
+            keep=lambda page: not page["live"],
+        )
+        return render(request, "submissions/detail.html", page)
+    context = _detail_context(submission=submission, user=user)
+    if user.is_authenticated and user.is_staff:
+        context["moderation_form"] = ModerationForm()
+    return render(request, "submissions/detail.html", context)
+
+
+def _public_page(*, user: User | AnonymousUser, pk: int) -> dict[str, object]:
+    submission = submission_get_for_viewer(user=user, pk=pk)  # as of the version being built
+    context = _detail_context(submission=submission, user=user)
+    content = fragment(template="submissions/_detail.html", context=context)
+    return {"submission": submission, "live": context["live"], "content": content}
+
+
+def _detail_context(*, submission: Submission, user: User | AnonymousUser) -> dict[str, object]:
     evaluation = evaluation_latest_for_submission(submission=submission)
-    view = evaluation and submission_evaluation_for_viewer(evaluation=evaluation, user=request.user)
+    view = evaluation and submission_evaluation_for_viewer(evaluation=evaluation, user=user)
     job = evaluation and evaluation_job_view(evaluation=evaluation)
     fractions = evaluation and evaluation_expert_fractions(
         submission=submission, evaluation=evaluation
     )
-    context: dict[str, object] = {
+    return {
         "submission": submission,
         "evaluation": view,
+        "live": evaluation is not None and not evaluation.is_finished,
         "job": job,
         "expert_fractions": fractions or {},
         "levels": submission_properties_view(submission=submission, evaluation=evaluation),
         "moderation_actions": moderation_actions_for(submission=submission),
-        "is_owner": request.user.is_authenticated and request.user.pk == submission.owner_id,
+        "is_owner": user.is_authenticated and user.pk == submission.owner_id,
         "example_label": EXAMPLE_LABEL if submission.run and submission.run.is_example else None,
     }
-    if request.user.is_authenticated and request.user.is_staff:
-        context["moderation_form"] = ModerationForm()
-    return render(request, "submissions/detail.html", context)
 
 
 @login_required

@@ -86,7 +86,21 @@ SQLITE_OPTIONS = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
+    # Each process keeps its connection between requests: opening one runs the PRAGMAs
+    # above and starts with a cold page cache, half the time of a page served from the
+    # cache. `?conn_max_age=0` in D2K_DATABASE_URL closes it after every request.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 600)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Each web process keeps the pages and fragments it built under the data version
+# (leaderboard.caching): the boards, the catalog, and the public view of each run and
+# submission page visited. Django's default of 300 entries would let a walk through the
+# run pages push the boards out.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "OPTIONS": {"MAX_ENTRIES": 3000},
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

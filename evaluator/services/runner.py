@@ -81,9 +81,9 @@ def evaluation_safety_timeout(*, evaluation: Evaluation) -> int:
     version = evaluation.submission.task_version
     workloads = Workload.objects.filter(version_id=version.pk)
     mode = settings.D2K_EVALUATOR_MODE
-    if mode == "interpret":
+    if mode == Mode.INTERPRET:
         workloads = workloads.filter(role=Workload.Role.CHECK)
-    elif mode == "cuda":
+    elif mode == Mode.CUDA:
         workloads = workloads.exclude(role=Workload.Role.CHECK)
     modes = [Mode(mode)] if mode in set(Mode) else list(Mode)
     try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from runs.models import Run
 from submissions.models import Submission
+from taskformat.spec import Mode
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def leaderboard_entry_audit(*, rows: Iterable[Mapping[str, Any]]) -> dict[int, E
         "run_id", "score__evaluation__mode", "score__evaluation__hardware"
     )
     for run_id, mode, hardware in kernels:
-        on_board = bool(gpu[run_id]) and mode == "cuda" and hardware == gpu[run_id]
+        on_board = bool(gpu[run_id]) and mode == Mode.CUDA and hardware == gpu[run_id]
         evaluated.setdefault(run_id, []).append(on_board)
     # Every run of the rows' owners, in one query: each run's group and the group sizes.
     owners = Run.objects.filter(pk__in=gpu).values("owner_id")

@@ -18,7 +18,9 @@ from django.db.models import QuerySet
 from moderation.selectors import run_rankable_q
 from scoring.formulas import TaskParts, uplift
 from scoring.intervals import (
+    CONFIDENCE,
     METRIC_KEYS,
+    RESAMPLES,
     SPEED_METRICS,
     entry_scores,
     paired_scores,
@@ -27,6 +29,7 @@ from scoring.intervals import (
 )
 from scoring.models import RunScore
 
+from ..caching import by_content
 from ..filters import Filters
 
 CONDITION_NONE = "none"
@@ -94,6 +97,12 @@ def _parts(score: RunScore) -> list[TaskParts]:
     return [TaskParts(**row) for row in score.tasks or []]
 
 
+def _method(seed: int) -> list[object]:
+    # What an interval depends on besides the stored per-task parts: the seed and the
+    # bootstrap's settings.
+    return [seed, RESAMPLES, CONFIDENCE, list(METRIC_KEYS)]
+
+
 @dataclass(frozen=True)
 class Entry:
     """The runs (attempts) of one model, agent, condition, catalog version and GPU kind."""
@@ -155,9 +164,16 @@ def entry_record(entry: Entry) -> dict[str, Any]:
     was timed comparably."""
     record = entry.labels()
     several = len(entry.scores) > 1
-    found = (
-        entry_scores(attempts=entry.attempts, seed=seed_of(*record["run_ids"])) if several else {}
-    )
+    found = {}
+    if several:
+        # A bootstrap of 2000 resamples per score: computed once per set of stored parts
+        # (RunScore.tasks, rewritten by every refresh), whichever page or version asks.
+        seed = seed_of(*record["run_ids"])
+        found = by_content(
+            name="entry-scores",
+            inputs=[_method(seed), [s.tasks for s in entry.scores]],
+            build=lambda: entry_scores(attempts=entry.attempts, seed=seed),
+        )
     for key in METRIC_KEYS:
         value = mean_stored(entry.scores, key)
         interval = found[key][1] if several and value is not None else None
@@ -243,15 +259,22 @@ def pair_record(pair: EntryPair) -> dict[str, Any]:
         "timed": a["timed"] and b["timed"],
     }
     single = min(a["attempts"], b["attempts"]) < 2
-    found = (
-        {}
-        if single
-        else paired_scores(
-            without=pair.without.attempts,
-            with_guidance=pair.with_guidance.attempts,
-            seed=seed_of(*a["run_ids"], "|", *b["run_ids"]),
+    found: dict[str, dict[str, object]] = {}
+    if not single:
+        seed = seed_of(*a["run_ids"], "|", *b["run_ids"])
+        found = by_content(
+            name="paired-scores",
+            inputs=[
+                _method(seed),
+                [s.tasks for s in pair.without.scores],
+                [s.tasks for s in pair.with_guidance.scores],
+            ],
+            build=lambda: paired_scores(
+                without=pair.without.attempts,
+                with_guidance=pair.with_guidance.attempts,
+                seed=seed,
+            ),
         )
-    )
     same_gpu = record["timed"]
     for key in METRIC_KEYS:
         without = mean_stored(pair.without.scores, key)

@@ -26,6 +26,7 @@ from leaderboard.catalog_bar import (
 from scoring.formulas import geomean, task_speedup
 from submissions.models import Submission
 from task_catalog.models import Task, Workload
+from taskformat.spec import Mode
 
 
 def _expert_evaluations(*, task_version_id: int) -> QuerySet[Evaluation]:
@@ -33,7 +34,7 @@ def _expert_evaluations(*, task_version_id: int) -> QuerySet[Evaluation]:
     return Evaluation.objects.filter(
         submission__task_version_id=task_version_id,
         submission__owner__username=EXPERT_USERNAME,
-        mode="cuda",
+        mode=Mode.CUDA,
         status__in=sorted(FINISHED_STATUSES),
     )
 

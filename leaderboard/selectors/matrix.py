@@ -11,6 +11,7 @@ from evaluator.models import Evaluation
 from moderation.selectors import run_rankable_q
 from runs.models import Run
 from task_catalog.models import Task, Workload
+from taskformat.spec import Mode
 
 from ..filters import Filters
 from ..tables import Column, Table
@@ -116,7 +117,7 @@ def run_cells(*, run_ids: list[int]) -> dict[tuple[int, int], Cell]:
     cells: dict[tuple[int, int], Cell] = {}
     for e in evaluations:
         counts = evaluation_counts(status=e["status"], review=e["review"])
-        timed = e["mode"] == "cuda" and bool(e["hardware"]) and e["timed"] > 0
+        timed = e["mode"] == Mode.CUDA and bool(e["hardware"]) and e["timed"] > 0
         cells[(e["submission__task_id"], e["submission__run_id"])] = Cell(
             status=e["status"],
             review=e["review"],

@@ -15,6 +15,7 @@ from submissions.models import Submission
 from task_catalog.models import DesignProperty
 from taskformat.counter_rules import CounterRuleError, counter_assess
 from taskformat.detectors import DetectorError, DetectorResult, assess
+from taskformat.spec import Mode, WorkloadRole
 
 logger = logging.getLogger("scoring")
 
@@ -65,11 +66,11 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
     the launches' constants into the kernels' branches (taskformat.properties)."""
     launched = launched_kernels_of(evaluation)
     timed = []
-    if evaluation is not None and evaluation.mode == "cuda" and evaluation_counts(evaluation):
+    if evaluation is not None and evaluation.mode == Mode.CUDA and evaluation_counts(evaluation):
         timed = [
             {"name": r.name, "counters": r.counters}
             for r in evaluation.results.all()
-            if r.role == "timed" and not r.hidden
+            if r.role == WorkloadRole.TIMED and not r.hidden
         ]
     with transaction.atomic():
         for prop in DesignProperty.objects.filter(task_id=submission.task_id):

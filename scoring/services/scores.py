@@ -207,7 +207,7 @@ def implementation_provisional_tasks(*, scores: dict[int, TaskScore]) -> int:
     """How many counted tasks were judged in interpret mode, from their source alone
     (no profiler named the kernels that ran): their properties are provisional."""
     ids = [s.evaluation_id for s in scores.values() if s.counts and s.evaluation_id]
-    return Evaluation.objects.filter(pk__in=ids, mode="interpret").count()
+    return Evaluation.objects.filter(pk__in=ids, mode=Mode.INTERPRET).count()
 
 
 def run_score_refresh(*, run: Run) -> RunScore:

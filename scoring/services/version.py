@@ -17,7 +17,8 @@ from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save
 
 from evaluator.models import Evaluation
-from runs.models import Run
+from moderation.models import CellVerdict, ModerationAction
+from runs.models import Proposal, Run, Trace
 from scoring.models import RunScore, ScoresVersion, TaskScore
 from scoring.selectors.version import ROW
 from submissions.models import Submission
@@ -31,10 +32,13 @@ from task_catalog.models import (
 )
 
 # Everything the cached pages read: scores, what decides whether a row ranks (visibility,
-# moderation, verdicts and reviews) and the catalog around them. Workload results are
-# written in the verdict's transaction (its Evaluation save), traces and proposals in the
-# run's upload; assessments reach a cached page only through the scores their refresh
-# writes. None needs a receiver, and their tables keep Django's fast delete.
+# moderation, verdicts and reviews), the catalog around them, and what the public view of
+# a run page shows besides (its traces, proposals, cell verdicts and moderation log: the
+# admin may edit a proposal, and a moderation action need not save a run or a kernel).
+# Workload results are written in the verdict's transaction (its Evaluation save);
+# assessments reach a cached page only through the scores their refresh writes (which
+# changes the version first). Neither needs a receiver, and their tables keep Django's fast
+# delete.
 WATCHED = (
     RunScore,
     TaskScore,
@@ -47,6 +51,10 @@ WATCHED = (
     DesignProperty,
     Guidance,
     GuidanceVersion,
+    Trace,
+    Proposal,
+    CellVerdict,
+    ModerationAction,
 )
 
 

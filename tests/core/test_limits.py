@@ -232,6 +232,30 @@ def test_production_refuses_to_start_without_a_hidden_seed(seed):
     assert done.returncode != 0 and "D2K_HIDDEN_SEED" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("sqlite:////tmp/x.sqlite3", "600"),
+        ("sqlite:////tmp/x.sqlite3?conn_max_age=0", "0"),
+        ("postgres://u@127.0.0.1:5432/d2k", "0"),
+        ("postgres://u@127.0.0.1:5432/d2k?conn_max_age=60", "60"),
+    ],
+)
+def test_a_sqlite_connection_is_kept_between_requests_unless_the_url_says(url, kept):
+    import secrets
+
+    done = _settings_run(
+        "d2kportal.settings.production",
+        {
+            "D2K_SECRET_KEY": secrets.token_urlsafe(50),
+            "D2K_HIDDEN_SEED": secrets.token_hex(32),
+            "D2K_DATABASE_URL": url,
+        },
+        "from django.conf import settings; print(settings.DATABASES['default']['CONN_MAX_AGE'])",
+    )
+    assert done.stdout.strip() == kept, done.stderr
+
+
 def test_check_deploy_is_clean_with_a_real_secret():
     import secrets
 

@@ -44,6 +44,28 @@ def test_gunicorn_defaults_without_dotenv(tmp_path):
     assert gunicorn_config(tmp_path)["bind"] == "127.0.0.1:8000"
 
 
+def test_gunicorn_gives_each_web_process_one_blas_thread_unless_told(tmp_path):
+    (tmp_path / "d2kportal").mkdir()
+    shutil.copy(ROOT / "d2kportal" / "gunicorn.conf.py", tmp_path / "d2kportal")
+    code = (
+        "import os, runpy, sys; runpy.run_path(sys.argv[1]); "
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+
+    def threads(**env: str) -> list[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "d2kportal" / "gunicorn.conf.py")],
+            env={**clean, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+
+    assert threads() == ["1", "1"]
+    assert threads(OPENBLAS_NUM_THREADS="4") == ["4", "1"]
+
+
 def test_the_wheelhouse_script_needs_a_folder():
     done = subprocess.run(
         ["bash", str(ROOT / "deploy" / "wheelhouse.sh")], capture_output=True, text=True

@@ -42,14 +42,16 @@ PAGES = {
     "matrix": (6, 1),
     # version; the catalog's rows
     "catalog": (2, 1),
-    # the run; per side: kernels, latest evaluations + results, traces, (proposals); both
-    # runs' stored task scores; the tasks of the run's catalog version (its pinned row, and
-    # for a run made before versions were pinned, the catalog's digest); both runs'
-    # scores; the cell verdicts; the moderation log
-    "run": (17, None),
-    # the submission; its latest evaluation + results; the expert's results on its GPU;
-    # properties + assessments; the moderation log
-    "submission": (7, None),
+    # the run; version; the run again (as of that version); per side: kernels, latest
+    # evaluations (status and mode), traces, (proposals); both runs' stored task scores;
+    # the tasks of the run's catalog version (its pinned row, and for a run made before
+    # versions were pinned, the catalog's digest); both runs' scores; the cell verdicts;
+    # the moderation log. Served: the run (may the viewer see it?) and the version.
+    "run": (17, 2),
+    # the submission; version; the submission again (as of that version); its latest
+    # evaluation + results; the expert's results on its GPU; properties + assessments; the
+    # moderation log. Served: the submission (may the viewer see it?) and the version.
+    "submission": (9, 2),
     # version; the board's catalog version and GPU, the entries' run scores (the same
     # table as the page's CSV export)
     "api-leaderboard": (3, 1),

@@ -200,17 +200,23 @@ def test_the_run_page_and_its_json_take_a_fixed_number_of_queries(
     client, stored, django_assert_num_queries
 ):
     # The count does not grow with the tasks: one query per kind of row, per side (the
-    # run's state comes from the same rows), one for both runs' stored task scores, one for
+    # latest evaluations' status and mode, without their workload results; the run's state
+    # comes from the same rows), one for both runs' stored task scores, one for
     # the tasks of the run's (pinned) catalog version, and one for both runs' scores; the
     # per-level charts draw those scores and read nothing more; one query for the cell
     # verdicts.
     level_scores_set(*stored)
     for run in stored:  # one task, then two
-        with django_assert_num_queries(15):
+        with django_assert_num_queries(13):
             client.get(f"/api/runs/{run.pk}/")
-        with django_assert_num_queries(16):  # the API's, then the moderation log
+        # The public's page is built once per data version: the API's, the moderation log,
+        # the data version and the run again (read under the version it is cached by) ...
+        with django_assert_num_queries(16):
             html = client.get(f"/runs/{run.pk}/").content.decode()
         assert 'data-figure="run-implementation"' in html
+        # ... then served: the run (whether the viewer may see it) and the data version.
+        with django_assert_num_queries(2):
+            assert client.get(f"/runs/{run.pk}/").content.decode() == html
 
 
 LEVELS_PLAIN = {"L1": 40.0, "L2": 20.0, "L3": None, "combined": 30.0}

@@ -282,7 +282,9 @@ def test_the_page_marks_judge_assessed_properties_and_an_interpreter_verdict(
     # single_pass has a counter rule: a machine can judge it on the GPU; none is manual-only.
     assert "judge/admin-assessed</span>" not in page
     assert "from <code>source</code>" in page
-    scored_task.properties.filter(key="single_pass").update(counters=None)
+    single_pass = scored_task.properties.get(key="single_pass")
+    single_pass.counters = None  # as the catalog's loader saves a changed property
+    single_pass.save()
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert page.count("judge/admin-assessed</span>") == 1
     data = client.get(f"/api/submissions/{submission.pk}/").json()

@@ -171,9 +171,10 @@ def _detail(client, submission):
 def test_detail_shows_the_verdict_the_workloads_the_environment_and_the_code(
     client, finished, django_assert_num_queries
 ):
-    # submission, latest evaluation, its results, the expert's results on its GPU, the
-    # properties, their assessments, moderation
-    with django_assert_num_queries(7):
+    # submission, the data version (the public's page of a finished evaluation is cached
+    # under it), the submission again, latest evaluation, its results, the expert's results
+    # on its GPU, the properties, their assessments, moderation
+    with django_assert_num_queries(9):
         response = _detail(client, finished.submission)
     body = response.content.decode()
     assert response.status_code == 200
