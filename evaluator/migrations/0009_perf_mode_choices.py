@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("evaluator", "0007_workload_counters"),
+        ("evaluator", "0008_house_untimed_role"),
     ]
 
     operations = [
@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 choices=[
                     ("timed", "timed (public)"),
-                    ("hidden", "hidden (correctness only)"),
+                    ("untimed", "untimed (correctness only)"),
                     ("check", "check (CPU interpreter)"),
                 ],
                 max_length=8,
