@@ -37,6 +37,8 @@ logger = logging.getLogger("evaluator.services")
 
 # Added to (harness timeout x workloads): process start-up, imports, the reference runs.
 SAFETY_MARGIN_S = 120
+# After the safety timeout's kill: how long the evaluator's output may still take to end.
+PIPE_DRAIN_S = 30
 # Never handed to the evaluator process: the portal's own secrets and connections.
 _ENV_DROP_PREFIXES = ("D2K_", "DJANGO_")
 _ENV_DROP_WORDS = ("SECRET", "PASSWORD", "TOKEN", "DATABASE_URL", "REDIS_URL", "_KEY")
@@ -208,7 +210,14 @@ def _subprocess_run(
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _, stderr = process.communicate()
+        try:
+            _, stderr = process.communicate(timeout=PIPE_DRAIN_S)
+        except subprocess.TimeoutExpired:
+            # A process of another session still holds the pipes: the scratch folder's
+            # removal kills it; the log is what was read.
+            process.kill()
+            process.wait()
+            stderr = ""
         raise WorkerError(
             f"the evaluator did not finish within the {timeout:g} s safety timeout", log=stderr
         ) from exc
