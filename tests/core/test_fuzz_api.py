@@ -4,22 +4,32 @@ valid uploads among them, as anonymous, a user and staff. Zero answers may be 5x
 One test, so that the count covers every operation whatever xdist does with the rest.
 D2K_FUZZ_EXAMPLES sets the examples per operation and token (default 60: some
 2,700 requests in about two minutes on a 2-core machine).
+
+A second test posts valid run bundles drawn by hypothesis (tests/runs/bundle_strategies.py:
+any text an agent may write in a manifest, a trace or a proposal) to both doors that take a
+zip, `POST /api/runs/` (its other fields drawn by schemathesis) and the upload page;
+D2K_FUZZ_BUNDLES sets how many (default 200).
 """
 
 import itertools
 import os
+import time
 from collections import Counter
 
 import pytest
 import schemathesis
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.handlers.wsgi import WSGIHandler
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from tests.factories import RunFactory, SubmissionFactory, UserFactory, api_token_key
+from tests.runs.bundle_strategies import run_bundles
 from tests.runs.bundles import good_files, make_zip
 
 EXAMPLES = int(os.environ.get("D2K_FUZZ_EXAMPLES", "60"))
+BUNDLES = int(os.environ.get("D2K_FUZZ_BUNDLES", "200"))
 MIN_REQUESTS = 2000
 VALID = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
@@ -103,3 +113,70 @@ def test_no_generated_request_gets_a_5xx(run_tasks, settings, wsgi_inside_the_te
     assert not server_errors, "\n".join(server_errors[:20])
     assert total >= MIN_REQUESTS
     assert statuses[201] > 0  # valid uploads were stored
+
+
+@pytest.mark.fuzz
+@pytest.mark.django_db
+def test_no_generated_run_bundle_gets_a_5xx(
+    run_tasks, settings, wsgi_inside_the_test_transaction, client
+):
+    settings.D2K_QUOTA_UPLOADS_PER_DAY = 10**6
+    settings.D2K_QUOTA_QUEUED_EVALUATIONS = 10**6
+    settings.D2K_QUOTA_STORED_BYTES = 10**12
+    user, staff = UserFactory(), UserFactory(is_staff=True)
+    headers = itertools.cycle(
+        [
+            {"Authorization": f"Token {api_token_key(user)}"},
+            {"Authorization": f"Token {api_token_key(staff, scopes=('upload', 'judge'))}"},
+        ]
+    )
+    client.force_login(user)
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", WSGIHandler())
+    upload = schema["/api/runs/"]["POST"]
+    tasks = tuple(sorted(t.slug for t in run_tasks))
+    statuses: Counter[tuple[str, int]] = Counter()
+    server_errors: list[str] = []
+
+    @given(
+        case=upload.as_strategy(),
+        bundle=run_bundles(tasks=tasks),
+        door=st.sampled_from(["api", "api", "page"]),
+        public=st.booleans(),
+    )
+    @hsettings(
+        max_examples=BUNDLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def fuzz(case, bundle, door, public) -> None:
+        if door == "api":
+            fields = case.body if isinstance(case.body, dict) else {}
+            case.body = {**fields, "bundle": bundle}
+            case.media_type = "multipart/form-data"
+            response = case.call(headers=next(headers))
+            text = response.text
+        else:
+            form = {"bundle": SimpleUploadedFile("run.zip", bundle, "application/zip")}
+            if public:
+                form["is_public"] = "on"
+            response = client.post("/runs/new/", form)
+            text = response.content.decode(errors="replace")
+        statuses[door, response.status_code] += 1
+        if response.status_code >= 500:
+            server_errors.append(f"{door} → {response.status_code}: {text[:300]}")
+
+    started = time.monotonic()
+    fuzz()
+    seconds = time.monotonic() - started
+
+    total = sum(statuses.values())
+    print(
+        f"fuzz bundles: {total} requests in {seconds:.0f} s, "
+        f"{len(server_errors)} 5xx, statuses {dict(sorted(statuses.items()))}"
+    )
+    assert not server_errors, "\n".join(server_errors[:20])
+    assert total >= min(BUNDLES, 50)
+    # Valid bundles are stored: 201 from the API, a redirect to the run from the page.
+    assert statuses["api", 201] > 0
+    assert BUNDLES < 20 or statuses["page", 302] > 0
