@@ -1,8 +1,9 @@
 """A worker that cannot write its scratch folder hands the evaluation back without using an
 attempt, records why on its heartbeat row and backs off (5 s, doubling, at most 5 min).
 
-We run as root, so a read-only or foreign folder cannot be made for real here: the file
-system's answer (ENOSPC, EROFS) is injected where the folder is made and written."""
+We run as root, so neither a read-only or foreign folder nor a full disk can be made
+for real here: those answers (ENOSPC, EDQUOT, EROFS, EACCES) are injected where the folder
+is made; one real refusal (ENOTDIR: a file where the folder's parent should be) runs too."""
 
 import errno
 import os
@@ -244,3 +245,24 @@ def test_a_removal_gives_back_permissions_a_child_took(tmp_path):
     finally:
         if folder.exists():
             (folder / "locked").chmod(0o700)
+
+
+def test_a_scratch_folder_the_file_system_refuses_for_real_backs_the_worker_off(
+    fake_cli, beat, slept, queued, sent, settings, tmp_path
+):
+    # As root no permission stops us; a regular file where the folder's parent should be
+    # does: every mkdir under it fails with ENOTDIR, no error injected.
+    (tmp_path / "a-file").write_text("not a folder")
+    settings.D2K_WORK_DIR = tmp_path / "a-file" / "work"
+
+    tasks.evaluation_run_next(queued.pk)
+
+    queued.refresh_from_db()
+    assert (queued.status, queued.attempts) == (EvaluationStatus.QUEUED, 0)
+    assert "[ENOTDIR] Not a directory" in queued.message
+    assert fake_cli.calls == [] and slept == [BACKOFF_FIRST_S]
+    beat.refresh_from_db()
+    assert beat.state == WorkerState.SCRATCH_UNWRITABLE
+    # The main process's own try of the folder says the same once the back-off is over.
+    later = timezone.now() + timedelta(seconds=BACKOFF_FIRST_S + 1)
+    assert worker_scratch_check(worker=MAIN, now=later) == WorkerState.SCRATCH_UNWRITABLE
