@@ -150,8 +150,19 @@ class WorkloadResult(models.Model):
         return f"{self.name}: {self.status}"
 
 
+class WorkerState(models.TextChoices):
+    """Whether a worker can take work (documented in docs/operations.md)."""
+
+    OK = "ok"
+    # Its scratch folder's disk or quota is full (ENOSPC, EDQUOT).
+    DISK_FULL = "disk_full"
+    # Its scratch folder cannot be written for another reason (read-only, permissions).
+    SCRATCH_UNWRITABLE = "scratch_unwritable"
+
+
 class WorkerBeat(models.Model):
-    """One evaluation worker as it last reported itself: which pool it serves, on what GPU.
+    """One evaluation worker as it last reported itself: which pool it serves, on what GPU,
+    and whether it is backing off (its scratch folder could not be written).
 
     Written by the worker every reaper round; read by /healthz and the operations docs.
     """
@@ -162,6 +173,12 @@ class WorkerBeat(models.Model):
     queue = models.CharField(max_length=200)
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField(db_index=True)
+    state = models.CharField(max_length=20, choices=WorkerState.choices, default=WorkerState.OK)
+    state_reason = models.TextField(blank=True, help_text="The error that set the state.")
+    # The worker's current back-off: it takes no evaluation before `backoff_until`; the
+    # delay doubles on each failure that follows a back-off closely (evaluator.services.backoff).
+    backoff_s = models.FloatField(default=0)
+    backoff_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["hardware", "-seen_at"]

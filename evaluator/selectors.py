@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -35,6 +35,7 @@ from evaluator.models import (
     Evaluation,
     EvaluationStatus,
     WorkerBeat,
+    WorkerState,
     WorkloadResult,
 )
 from evaluator.services.pools import pool_queue
@@ -262,7 +263,8 @@ def evaluation_job_view(*, evaluation: Evaluation, now: datetime | None = None) 
 
 @dataclass(frozen=True)
 class PoolSeen:
-    """A worker pool as its workers last reported: how many, and the newest beat."""
+    """A worker pool as its live workers last reported: how many, how many of them take
+    work (not backing off), and the newest beat."""
 
     hardware: str
     queue: str
@@ -270,14 +272,25 @@ class PoolSeen:
     last_seen_at: datetime | None
     age_s: float | None
     queued: int
+    ready: int = 0
+
+
+def _live_since(now: datetime) -> datetime:
+    return now - timedelta(seconds=settings.D2K_WORKER_LIVE_S)
 
 
 def worker_pools_seen(*, now: datetime | None = None) -> list[PoolSeen]:
-    """Every pool that has a worker or a queued evaluation, with its freshest heartbeat."""
+    """Every pool that has a live worker or a queued evaluation, with its freshest
+    heartbeat; a worker whose last report is older than D2K_WORKER_LIVE_S is not counted."""
     now = now or timezone.now()
     beats = (
-        WorkerBeat.objects.values("hardware", "queue")
-        .annotate(workers=Count("pk"), last=Max("seen_at"))
+        WorkerBeat.objects.filter(seen_at__gte=_live_since(now))
+        .values("hardware", "queue")
+        .annotate(
+            workers=Count("pk"),
+            ready=Count("pk", filter=Q(state=WorkerState.OK)),
+            last=Max("seen_at"),
+        )
         .order_by("hardware")
     )
     queued = dict(
@@ -291,6 +304,7 @@ def worker_pools_seen(*, now: datetime | None = None) -> list[PoolSeen]:
             hardware=b["hardware"],
             queue=b["queue"],
             workers=b["workers"],
+            ready=b["ready"],
             last_seen_at=b["last"],
             age_s=round((now - b["last"]).total_seconds(), 1),
             queued=queued.get(b["hardware"], 0),
@@ -312,6 +326,60 @@ def worker_pools_seen(*, now: datetime | None = None) -> list[PoolSeen]:
         if hardware not in served
     ]
     return pools
+
+
+@dataclass(frozen=True)
+class WorkerBackingOff:
+    """A live worker that takes no work for now, and why."""
+
+    worker: str
+    hardware: str
+    state: str
+    reason: str
+    backoff_s: float
+    backoff_until: datetime | None
+
+
+@dataclass(frozen=True)
+class WorkersSeen:
+    """The workers as /healthz reports them: live ones only (a report at most
+    `live_window_s` old), how many of them take work, and those backing off."""
+
+    live: int
+    ready: int
+    stale: int
+    live_window_s: int
+    backing_off: list[WorkerBackingOff]
+
+
+def workers_seen(*, now: datetime | None = None) -> WorkersSeen:
+    """Every worker's last report, split into live and stale (one query)."""
+    now = now or timezone.now()
+    since = _live_since(now)
+    beats = list(
+        WorkerBeat.objects.only(
+            "worker", "hardware", "seen_at", "state", "state_reason", "backoff_s", "backoff_until"
+        ).order_by("worker")
+    )
+    live = [b for b in beats if b.seen_at >= since]
+    return WorkersSeen(
+        live=len(live),
+        ready=sum(1 for b in live if b.state == WorkerState.OK),
+        stale=len(beats) - len(live),
+        live_window_s=settings.D2K_WORKER_LIVE_S,
+        backing_off=[
+            WorkerBackingOff(
+                worker=b.worker,
+                hardware=b.hardware,
+                state=b.state,
+                reason=b.state_reason,
+                backoff_s=b.backoff_s,
+                backoff_until=b.backoff_until,
+            )
+            for b in live
+            if b.state != WorkerState.OK
+        ],
+    )
 
 
 @dataclass(frozen=True)

@@ -319,6 +319,9 @@ def _bundle_read(
             line = text.count("\n", 0, text.index("\x00")) + 1
             message = "The file holds a NUL character; a proposal is markdown text."
             errors.append(BundleError(info.filename, line, message))
+        elif not text.strip():
+            message = "The proposal file is empty; leave it out of the bundle instead."
+            errors.append(BundleError(info.filename, None, message))
         else:
             proposals[slug] = text
 

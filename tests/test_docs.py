@@ -20,8 +20,15 @@ def read(path: str) -> str:
 
 
 # Read from the environment, but no setting of the portal's: the d2k client's own
-# (docs/client.md), and the pool a worker hands its own children (evaluation_worker --gpu).
-NOT_PORTAL_SETTINGS = {"D2K_CONFIG", "D2K_SERVER", "D2K_TOKEN", "D2K_WORKER_HARDWARE"}
+# (docs/client.md), and the pool and the name a worker hands its own children
+# (evaluation_worker --gpu; its heartbeat row, evaluator.services.backoff).
+NOT_PORTAL_SETTINGS = {
+    "D2K_CONFIG",
+    "D2K_SERVER",
+    "D2K_TOKEN",
+    "D2K_WORKER_HARDWARE",
+    "D2K_WORKER_ID",
+}
 PRODUCT_CODE = [
     "d2kportal",
     "evaluator",

@@ -213,6 +213,8 @@ D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)
 D2K_EVALUATION_MAX_ATTEMPTS = 3
 D2K_EVALUATION_REQUEUE_S = env.int("D2K_EVALUATION_REQUEUE_S", default=120)
 D2K_REAP_INTERVAL_S = env.int("D2K_REAP_INTERVAL_S", default=15)
+# /healthz counts a worker as live while its last report is at most this old.
+D2K_WORKER_LIVE_S = env.int("D2K_WORKER_LIVE_S", default=60)
 # Worker pools (docs/deploy.md): the GPU kinds that have workers of their own. A run
 # whose manifest names one of them is evaluated there; everything else goes to the
 # pool named by D2K_DEFAULT_HARDWARE (blank: the embedded worker's default pool).

@@ -14,6 +14,13 @@ from django.utils import timezone
 from accounts.models import User
 from evaluator.harness.verdict import Verdict, environment_gpu
 from evaluator.models import Evaluation, EvaluationStatus, Review, WorkloadResult
+from evaluator.services import backoff
+from evaluator.services.backoff import (
+    worker_backoff_clear,
+    worker_backoff_record,
+    worker_backoff_wait,
+    worker_main_id,
+)
 from evaluator.services.jobs import (
     db_retry,
     evaluation_claim,
@@ -32,6 +39,7 @@ from evaluator.services.runner import (
     worker_error_verdict,
     workload_rows,
 )
+from evaluator.services.workdirs import ScratchUnwritable
 from evaluator.signals import REVIEW, VERDICT, evaluation_result_changed
 from submissions.models import Submission
 
@@ -83,10 +91,18 @@ def evaluation_run(*, evaluation_id: Any, requeue: bool = True) -> Evaluation | 
         return None
     worker = worker_id()
     while True:
+        if requeue:
+            worker_backoff_wait(worker=worker_main_id())
         evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
         if evaluation is None:
             return Evaluation.objects.filter(pk=evaluation_id).first()
-        finished = _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=requeue)
+        try:
+            finished = _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=requeue)
+        except ScratchUnwritable as exc:
+            if not requeue:
+                raise  # a command run by hand says so; a worker takes the evaluation
+            _backoff(exc)
+            finished = None
         if finished is not None or requeue:
             return finished or Evaluation.objects.filter(pk=evaluation_id).first()
 
@@ -101,15 +117,25 @@ def evaluation_run_next(*, hint: Any = None) -> Evaluation | None:
     message's id) only names what woke the worker in the log.
     """
     worker = worker_id()
+    worker_backoff_wait(worker=worker_main_id())
     evaluation = evaluation_claim_next(worker=worker)
     if evaluation is None:
         known = (pk := _int_or_none(hint)) is not None and Evaluation.objects.filter(pk=pk).exists()
         if hint is not None and not known:
             logger.error("evaluation_run: ignoring unknown evaluation id %r", hint)
         return None
-    return _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=True) or (
-        Evaluation.objects.filter(pk=evaluation.pk).first()
-    )
+    try:
+        finished = _evaluation_attempt(evaluation=evaluation, worker=worker, requeue=True)
+    except ScratchUnwritable as exc:
+        _backoff(exc)
+        finished = None
+    return finished or Evaluation.objects.filter(pk=evaluation.pk).first()
+
+
+def _backoff(error: ScratchUnwritable) -> None:
+    """This worker cannot write its scratch folder: it records why and sleeps
+    (evaluator.services.backoff), while other workers take the evaluation."""
+    backoff.sleep(worker_backoff_record(worker=worker_main_id(), error=error))
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -124,6 +150,7 @@ def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -
     back to the queue (or was lost to the reaper meanwhile)."""
     evaluation_id = evaluation.pk
     verdict: Verdict | None = None
+    unwritable: ScratchUnwritable | None = None
     with heartbeat(evaluation_id=evaluation_id, worker=worker) as beat:
         try:
             verdict = verdict_from_cli(evaluation)
@@ -131,6 +158,12 @@ def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -
         except WorkerError as exc:
             logger.warning("evaluation %s: worker error: %s", evaluation_id, exc.reason)
             reason, log = exc.reason, exc.log
+        except ScratchUnwritable as exc:
+            unwritable = exc
+    if unwritable is not None:
+        _evaluation_hand_back(evaluation_id=evaluation_id, worker=worker, error=unwritable)
+        raise unwritable
+    worker_backoff_clear(worker=worker_main_id())
     if beat.lost:
         logger.warning("evaluation %s: lease lost while running; result dropped", evaluation_id)
         return None
@@ -153,6 +186,23 @@ def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -
     return db_retry(
         partial(_evaluation_store, evaluation_id=evaluation_id, worker=worker, verdict=verdict),
         what=f"store of evaluation {evaluation_id}",
+    )
+
+
+def _evaluation_hand_back(*, evaluation_id: int, worker: str, error: ScratchUnwritable) -> None:
+    """Nothing of the evaluation ran: back to the queue with its attempt given back, with
+    a broker message so that another worker of the pool takes it."""
+    logger.warning("evaluation %s: handed back: %s", evaluation_id, error.reason)
+    message = f"Worker {worker} {error.reason}; queued again (the attempt does not count)."
+    db_retry(
+        partial(
+            evaluation_requeue,
+            evaluation_id=evaluation_id,
+            worker=worker,
+            reason=message,
+            refund_attempt=True,
+        ),
+        what=f"hand-back of evaluation {evaluation_id}",
     )
 
 

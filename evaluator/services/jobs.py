@@ -264,17 +264,25 @@ def evaluation_locked_if_owned(*, evaluation_id: int, worker: str) -> Evaluation
 
 
 def evaluation_requeue(
-    *, evaluation_id: int, worker: str, reason: str, enqueue: bool = True
+    *,
+    evaluation_id: int,
+    worker: str,
+    reason: str,
+    enqueue: bool = True,
+    refund_attempt: bool = False,
 ) -> bool:
     """Hand `worker`'s running evaluation back to the queue after an infrastructure
     failure, with a broker message unless `enqueue` is False (a caller that claims it
-    again at once). False when the row had moved on meanwhile."""
+    again at once). With `refund_attempt` the claim's attempt is given back (nothing of
+    the evaluation ran). False when the row had moved on meanwhile."""
     now = timezone.now()
     rows = Evaluation.objects.filter(
         pk=evaluation_id, status=EvaluationStatus.RUNNING, worker=worker
     )
+    refund = {"attempts": F("attempts") - 1} if refund_attempt else {}
     with transaction.atomic():
         changed = rows.update(
+            **refund,
             status=EvaluationStatus.QUEUED,
             message=reason,
             last_error=reason,

@@ -3,7 +3,8 @@
 A running row whose worker stopped sending heartbeats (its lease ran out), or whose
 worker process on this host is dead, is queued again, or ends `worker_error` after
 its last attempt; a queued row whose wake-up call was lost is sent to the broker
-again. The manager's schedule and every worker's main process run `evaluation_reap`;
+again; a dead worker of this host also loses the scratch folder it left. The
+manager's schedule and every worker's main process run `evaluation_reap`;
 a starting worker runs the two halves for its own host and pool (`worker_start`).
 """
 
@@ -24,6 +25,7 @@ from evaluator.models import Evaluation, EvaluationStatus
 from evaluator.services.evaluations import evaluation_fail_for_infrastructure
 from evaluator.services.jobs import db_retry, evaluation_enqueue, evaluation_requeue, pid_alive
 from evaluator.services.pools import pool_queue
+from evaluator.services.workdirs import work_dir_remove, work_dirs_of
 
 logger = logging.getLogger("evaluator.services.reaping")
 
@@ -88,11 +90,27 @@ def evaluation_reap_lost(*, now: datetime, dead_workers_only: bool) -> tuple[lis
                 evaluation_id=evaluation.pk, worker=evaluation.worker, reason=reason
             ):
                 failed.append(evaluation.pk)
+                _dead_work_dirs_remove(evaluation)
         elif evaluation_requeue(
             evaluation_id=evaluation.pk, worker=evaluation.worker, reason=f"{reason} Queued again."
         ):
             requeued.append(evaluation.pk)
+            _dead_work_dirs_remove(evaluation)
     return requeued, failed
+
+
+def _dead_work_dirs_remove(evaluation: Evaluation) -> None:
+    """The scratch folder a dead worker of this host left for `evaluation`, and whatever
+    still runs in it, removed (a live worker's is its own to remove: its attempt ends
+    and drops its result). A worker of another host: that host's next worker start."""
+    pid = _worker_pid_on_this_host(evaluation.worker)
+    if pid is None or pid_alive(pid):
+        return
+    for directory in work_dirs_of(worker=evaluation.worker, evaluation_id=evaluation.pk):
+        if work_dir_remove(directory):
+            logger.info("reaper: removed %s of evaluation %s", directory, evaluation.pk)
+        else:
+            logger.error("reaper: could not remove %s of evaluation %s", directory, evaluation.pk)
 
 
 def evaluation_resend_waiting(

@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from django.conf import settings
 from evaluator.harness.proctree import die_with_parent
 from evaluator.harness.verdict import Status, Verdict, verdict_from_dict
 from evaluator.models import Evaluation, WorkloadResult
-from evaluator.services.workdirs import work_dir_prefix, work_dir_root
+from evaluator.services.workdirs import ScratchUnwritable, work_dir_make, work_dir_remove
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
 from taskformat.hidden import SECRET_ENV, HiddenDeclarationError, hidden_declaration_parse
@@ -38,6 +37,8 @@ logger = logging.getLogger("evaluator.services")
 
 # Added to (harness timeout x workloads): process start-up, imports, the reference runs.
 SAFETY_MARGIN_S = 120
+# After the safety timeout's kill: how long the evaluator's output may still take to end.
+PIPE_DRAIN_S = 30
 # Never handed to the evaluator process: the portal's own secrets and connections.
 _ENV_DROP_PREFIXES = ("D2K_", "DJANGO_")
 _ENV_DROP_WORDS = ("SECRET", "PASSWORD", "TOKEN", "DATABASE_URL", "REDIS_URL", "_KEY")
@@ -126,26 +127,17 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
         # Without it the evaluator would run the public workloads only: no verdict at all.
         raise WorkerError("D2K_HIDDEN_SEED is not set: the hidden workloads cannot be drawn")
     safety = evaluation_safety_timeout(evaluation=evaluation)
-    prefix = f"{work_dir_prefix()}eval{evaluation.pk}-"
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=work_dir_root()) as tmp:
-        catalog_dir = Path(tmp) / "catalog"
-        kernel_dir = Path(tmp) / "submission"
-        scratch = Path(tmp) / "tmp"
-        for directory in (catalog_dir, kernel_dir, scratch):
-            directory.mkdir()
-        try:
-            task_version_write_package(version=submission.task_version, directory=catalog_dir)
-        except Exception as exc:  # a broken stored version is ours to fix, never the submitter's
-            logger.exception("evaluation %s: cannot write the task package", evaluation.pk)
-            raise WorkerError(f"cannot write the task package: {exc}") from exc
-        kernel_path = kernel_dir / (Path(submission.filename).name or "kernel.py")
-        kernel_path.write_text(submission.source, encoding="utf-8")
-        command = evaluation_command(
-            evaluation=evaluation, catalog_dir=catalog_dir, kernel_path=kernel_path
-        )
+    tmp = work_dir_make(evaluation_id=evaluation.pk)
+    try:
+        command, scratch = _scratch_prepare(evaluation=evaluation, tmp=tmp)
         stdout, stderr, returncode = _subprocess_run(
             command, timeout=safety, env=evaluator_env(scratch=scratch)
         )
+    finally:
+        # Whatever the evaluator left (its own scratch folders live in TMPDIR, in here),
+        # even when it was killed: processes still in the folder first, then the files.
+        if not work_dir_remove(tmp):
+            logger.error("evaluation %s: scratch folder %s not removed", evaluation.pk, tmp)
     if returncode != 0:
         last = stderr.strip().splitlines()[-1:] or ["no message on stderr"]
         raise WorkerError(f"the evaluator exited with code {returncode}: {last[0]}", log=stderr)
@@ -160,6 +152,32 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
             log=stderr,
         )
     return verdict
+
+
+def _scratch_prepare(*, evaluation: Evaluation, tmp: Path) -> tuple[list[str], Path]:
+    """Write the task package and the source into `tmp`: the evaluator's command and its
+    TMPDIR. ScratchUnwritable when the folder cannot be written (a full disk, a read-only
+    file system): nothing of the evaluation's has run yet."""
+    submission = evaluation.submission
+    catalog_dir, kernel_dir, scratch = tmp / "catalog", tmp / "submission", tmp / "tmp"
+    try:
+        for directory in (catalog_dir, kernel_dir, scratch):
+            directory.mkdir()
+        try:
+            task_version_write_package(version=submission.task_version, directory=catalog_dir)
+        except OSError:
+            raise
+        except Exception as exc:  # a broken stored version is ours to fix, never the submitter's
+            logger.exception("evaluation %s: cannot write the task package", evaluation.pk)
+            raise WorkerError(f"cannot write the task package: {exc}") from exc
+        kernel_path = kernel_dir / (Path(submission.filename).name or "kernel.py")
+        kernel_path.write_text(submission.source, encoding="utf-8")
+    except OSError as exc:
+        raise ScratchUnwritable(exc) from exc
+    command = evaluation_command(
+        evaluation=evaluation, catalog_dir=catalog_dir, kernel_path=kernel_path
+    )
+    return command, scratch
 
 
 def _subprocess_run(
@@ -192,7 +210,14 @@ def _subprocess_run(
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _, stderr = process.communicate()
+        try:
+            _, stderr = process.communicate(timeout=PIPE_DRAIN_S)
+        except subprocess.TimeoutExpired:
+            # A process of another session still holds the pipes: the scratch folder's
+            # removal kills it; the log is what was read.
+            process.kill()
+            process.wait()
+            stderr = ""
         raise WorkerError(
             f"the evaluator did not finish within the {timeout:g} s safety timeout", log=stderr
         ) from exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing.util
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from django.db import connections
 from django.utils import timezone
 
 from evaluator.harness.proctree import die_with_parent
+from evaluator.services.backoff import WORKER_ENV, worker_scratch_check
 from evaluator.services.jobs import db_retry, worker_id
 from evaluator.services.pools import (
     pool_queue,
@@ -66,6 +68,7 @@ def worker_start(*, hardware: str = "") -> StartReport:
     send its pool's waiting evaluations again if its queue is idle (a stopped
     cluster's messages stay locked in the broker until they time out)."""
     now = timezone.now()
+    removed_dirs = stale_work_dirs_remove()
     requeued, failed = db_retry(
         lambda: evaluation_reap_lost(now=now, dead_workers_only=True),
         what="reaping evaluations of dead workers",
@@ -74,9 +77,7 @@ def worker_start(*, hardware: str = "") -> StartReport:
         lambda: evaluation_resend_waiting(now=now, min_age_s=0, hardware=hardware),
         what="re-sending waiting evaluations",
     )
-    return StartReport(
-        requeued=requeued, failed=failed, removed_dirs=stale_work_dirs_remove(), resent=resent
-    )
+    return StartReport(requeued=requeued, failed=failed, removed_dirs=removed_dirs, resent=resent)
 
 
 class _AfterFork:
@@ -108,6 +109,8 @@ def worker_serve(*, say: Callable[[str], None], gpu: int | None = None, hardware
     hardware, found = worker_pool_bind(gpu=gpu, hardware=hardware)
     worker_process_tree_bind()
     me, started_at = worker_id(), timezone.now()
+    # Its evaluation processes report a scratch folder they cannot write on its row.
+    os.environ[WORKER_ENV] = me
     pool = f"the {hardware} pool" if hardware else "the default pool"
     on = f" on GPU {found.index} ({found.uuid})" if found else ""
     say(f"Worker {me} serves {pool}{on}, queue {pool_queue(hardware)}.")
@@ -120,6 +123,7 @@ def worker_serve(*, say: Callable[[str], None], gpu: int | None = None, hardware
         while cluster.sentinel is not None and cluster.sentinel.is_alive():
             try:
                 worker_beat(worker=me, hardware=hardware, gpu=found, started_at=started_at)
+                worker_scratch_check(worker=me)
                 evaluation_reap()
             except Exception:  # the next round tries again; the worker keeps working
                 logger.exception("reaper round failed")

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -213,6 +214,41 @@ def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, mo
     assert run.wall_seconds < 60
     status, message = decision.killed_status(run) or (None, "")
     assert status is Status.OUT_OF_MEMORY and "scratch folder" in message
+
+
+# Writes into its scratch folder (its working directory), then never returns.
+FILL_THEN_HANG = """
+import os, time
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        with open("left-behind.bin", "wb") as fh:
+            fh.write(b"x" * 2**20)
+        os.makedirs("locked/deep", exist_ok=True)
+        open("locked/deep/file", "w").close()
+        os.chmod("locked", 0)
+        while True:
+            time.sleep(1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", _levels())
+def test_an_evaluation_whose_child_the_watchdog_kills_leaves_no_scratch_folder(
+    level, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("D2K_SANDBOX", level)
+    temp = tmp_path / "temp"  # where every scratch folder of the evaluation is made
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    verdict = orchestrate.evaluate(
+        task=TASK, source=FILL_THEN_HANG, mode=Mode.INTERPRET, timeout_s=30
+    )
+    assert verdict.status is Status.TIMEOUT, verdict.message
+    assert verdict.environment["peak_scratch_mib"] >= 1, "the child wrote its file"
+    assert list(temp.iterdir()) == []
 
 
 def _run_for(script: str, tmp_path: Path, timeout_s: float) -> sandbox.ChildRun:

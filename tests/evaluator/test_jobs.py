@@ -103,6 +103,39 @@ def test_the_reaper_queues_again_an_evaluation_whose_lease_ran_out(
     assert sent == [("evaluator.tasks.evaluation_run_next", queued.pk)]
 
 
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_the_reaper_removes_the_scratch_folder_a_dead_worker_left(
+    queued, eval_task_version, sent, settings, tmp_path, attempts
+):
+    # Whether the evaluation goes back to the queue or ends worker_error after its last
+    # attempt, what its dead worker left in its scratch folder is killed and removed.
+    settings.D2K_WORK_DIR = tmp_path / "work"
+    dead, alive = _dead_pid(), os.getpid()
+    host = jobs.socket.gethostname()
+    _running(queued, worker_name=f"{host}:{dead}", lease_s=-1, attempts=attempts)
+    wedged = _running(
+        EvaluationFactory(submission=queued.submission, status="running", finished_at=None),
+        worker_name=f"{host}:{alive}",
+        lease_s=-1,
+    )
+    left = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=dead)}eval{queued.pk}-abc"
+    kept = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=alive)}eval{wedged.pk}-def"
+    other = tmp_path / "work" / f"{workdirs.work_dir_prefix(pid=dead)}eval{wedged.pk}-ghi"
+    for folder in (left, kept, other):
+        (folder / "tmp" / "d2k-eval-x").mkdir(parents=True)
+        (folder / "tmp" / "d2k-eval-x" / "big").write_bytes(b"x" * 4096)
+    child = subprocess.Popen(["sleep", "300"], cwd=left / "tmp" / "d2k-eval-x")
+
+    report = evaluation_reap()
+
+    assert sorted(report.requeued + report.failed) == sorted([queued.pk, wedged.pk])
+    assert child.wait(timeout=30) == -9, "what still ran in the folder is killed"
+    assert not left.exists()
+    # A live worker whose lease ran out removes its own folder when its attempt ends; the
+    # reaper touches no folder of another evaluation.
+    assert kept.exists() and other.exists()
+
+
 def test_the_reaper_leaves_a_live_lease_alone(queued, sent):
     _running(queued, worker_name="gpu-7:4242", lease_s=60)
     assert evaluation_reap().requeued == []

@@ -203,6 +203,69 @@ def test_healthz_answers_200_with_the_pools(client):
     assert [(p["hardware"], p["workers"]) for p in body["worker_pools"]] == [(H200, 1)]
 
 
+def _beat(worker: str, *, age_s: float, hardware: str = H200, **state) -> WorkerBeat:
+    now = timezone.now()
+    return WorkerBeat.objects.create(
+        worker=worker, hardware=hardware, queue=pool_queue(hardware), started_at=now,
+        seen_at=now - timedelta(seconds=age_s), **state,
+    )  # fmt: skip
+
+
+FULL = {
+    "state": "disk_full",
+    "state_reason": "cannot write the scratch folder: [ENOSPC] No space left on device",
+    "backoff_s": 20.0,
+}
+
+
+def test_healthz_counts_only_workers_that_reported_within_the_live_window(client, settings):
+    settings.D2K_WORKER_LIVE_S = 60
+    _beat("gpu-a:10", age_s=5)
+    _beat("gpu-a:11", age_s=61)  # killed: its row stays, it is not counted
+    _beat("gpu-b:12", age_s=3600, hardware=H100)
+    body = client.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["workers"] == {
+        "live": 1, "ready": 1, "stale": 2, "live_window_s": 60, "backing_off": [],
+    }  # fmt: skip
+    assert [(p["hardware"], p["workers"], p["ready"]) for p in body["worker_pools"]] == [
+        (H200, 1, 1)
+    ]
+
+
+def test_healthz_is_degraded_when_no_live_worker_takes_work(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.json()["status"]) == (200, "degraded")
+    assert response.json()["workers"]["live"] == 0
+
+    _beat("gpu-a:10", age_s=500)  # only a stale one
+    assert client.get("/healthz").json()["status"] == "degraded"
+
+    until = timezone.now() + timedelta(seconds=15)
+    _beat("gpu-a:11", age_s=2, backoff_until=until, **FULL)
+    response = client.get("/healthz")
+    body = response.json()
+    assert (response.status_code, body["status"]) == (200, "degraded")
+    assert (body["workers"]["live"], body["workers"]["ready"]) == (1, 0)
+    assert body["workers"]["backing_off"] == [
+        {
+            "worker": "gpu-a:11",
+            "hardware": H200,
+            "state": "disk_full",
+            "reason": FULL["state_reason"],
+            "backoff_s": 20.0,
+            "backoff_until": until.isoformat(),
+        }
+    ]
+
+    _beat("gpu-a:12", age_s=2)  # another worker of the pool takes the work
+    body = client.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert (body["workers"]["live"], body["workers"]["ready"]) == (2, 1)
+    assert [w["worker"] for w in body["workers"]["backing_off"]] == ["gpu-a:11"]
+    assert [(p["workers"], p["ready"]) for p in body["worker_pools"]] == [(2, 1)]
+
+
 def test_healthz_answers_503_when_the_broker_is_down(client, monkeypatch):
     from d2kportal import views
 

@@ -326,6 +326,38 @@ def test_the_safety_timeout_kills_the_evaluator_and_is_a_worker_error(
     assert "safety timeout" in evaluation.message
 
 
+# An evaluator whose sandboxed child runs in a session of its own (as bubblewrap's does):
+# it writes into its scratch folder (its TMPDIR) and outlives the evaluator's group.
+LINGERING_EVALUATOR = """#!/bin/sh
+mkdir -p "$TMPDIR/d2k-eval-x/locked" && head -c 65536 /dev/zero > "$TMPDIR/d2k-eval-x/big"
+chmod 0 "$TMPDIR/d2k-eval-x/locked"
+cd "$TMPDIR/d2k-eval-x" && setsid sleep 300 </dev/null >/dev/null 2>&1 &
+echo $! > {pid_file}
+sleep 60
+"""
+
+
+def test_an_evaluator_killed_by_the_safety_timeout_leaves_no_scratch_folder_or_process(
+    evaluation, settings, monkeypatch, tmp_path
+):
+    settings.D2K_WORK_DIR = tmp_path / "work"
+    settings.D2K_EVALUATOR_TIMEOUT = 2
+    monkeypatch.setattr(runner, "SAFETY_MARGIN_S", 0)
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "evaluator"
+    script.write_text(LINGERING_EVALUATOR.format(pid_file=pid_file))
+    script.chmod(0o755)
+    settings.D2K_EVALUATOR_PYTHON = str(script)
+
+    evaluation_run(evaluation_id=evaluation.pk)
+
+    evaluation.refresh_from_db()
+    assert "safety timeout" in evaluation.message
+    assert list(settings.D2K_WORK_DIR.iterdir()) == []
+    child = int(pid_file.read_text())
+    assert not jobs.pid_alive(child), "the child left in the folder was killed"
+
+
 @pytest.mark.parametrize(("mode", "workloads"), [("interpret", 2), ("cuda", 1), ("auto", 3)])
 def test_safety_timeout_scales_with_the_workloads_of_the_mode(
     evaluation, settings, mode, workloads

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluator.selectors import evaluation_verdict_line
 from evaluator.services import evaluation_create, evaluation_run
+from evaluator.services.workdirs import ScratchUnwritable
 from submissions.models import Submission
 
 
@@ -16,7 +17,12 @@ class Command(BaseCommand):
         if submission is None:
             raise CommandError(f"No submission #{submission_id}.")
         evaluation = evaluation_create(submission=submission, enqueue=False)
-        finished = evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+        try:
+            finished = evaluation_run(evaluation_id=evaluation.pk, requeue=False)
+        except ScratchUnwritable as exc:
+            raise CommandError(
+                f"This process {exc.reason}. Evaluation #{evaluation.pk} is queued for the workers."
+            ) from exc
         if finished is None:  # only if the new evaluation was deleted meanwhile
             raise CommandError(f"Evaluation #{evaluation.pk} disappeared before it ran.")
         self.stdout.write(evaluation_verdict_line(evaluation=finished))
