@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("evaluator", "0007_workload_counters"),
+        ("evaluator", "0009_perf_mode_choices"),
     ]
 
     operations = [
