@@ -15,7 +15,7 @@ from moderation.services import cell_verdict_set, moderation_act
 from runformat import SCHEMAS, schema_load
 from runs.audit import RedactionUnconfirmed, run_hits_by_task, scan_hits_search
 from runs.forms import AuditSearchForm, BundleUploadForm, PairForm
-from runs.models import Run
+from runs.models import Run, RunState
 from runs.selectors import (
     EXAMPLE_LABEL,
     run_detail,
@@ -32,9 +32,9 @@ from runs.selectors import (
 from runs.services import (
     BundleRejected,
     StorageFull,
-    run_create_from_bundle,
     run_pair,
     run_unpair,
+    run_upload,
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
@@ -55,7 +55,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data["bundle"].read()
         try:
-            run = run_create_from_bundle(
+            run = run_upload(
                 owner=authenticated_user(request.user),
                 data=data,
                 is_public=form.cleaned_data["is_public"],
@@ -70,13 +70,18 @@ def upload(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc.message)
             status = 507
         else:
-            messages.success(request, f"Run #{run.pk} is stored; its kernels are queued.")
+            queued = "its kernels are queued"
+            if run.state == RunState.VALIDATING:
+                queued = "its bundle is being validated; this page shows the outcome"
+            messages.success(request, f"Run #{run.pk} is stored; {queued}.")
             return redirect("runs:detail", pk=run.pk)
     return render(request, "runs/upload.html", {"form": form, "errors": errors}, status=status)
 
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
+    if run.state in (RunState.VALIDATING, RunState.REJECTED):
+        return render(request, "runs/validation.html", {"run": run})
     detail = run_detail(run=run, user=request.user)
     scores = run_scores_view(run=run, pair=detail.pair)
     context: dict[str, object] = {
