@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -17,9 +18,11 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django_q.brokers import get_broker
 from django_q.tasks import async_task
 
 from accounts.models import User
+from evaluator.services.pools import pool_queue
 from moderation.services import cells_nominate
 from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.audit import (
@@ -287,11 +290,18 @@ def _file_save(wanted: str, data: bytes) -> str:
         raise
 
 
+def _validation_queue() -> str:
+    """The broker queue a validation goes to: the default pool's (D2K_DEFAULT_HARDWARE),
+    the pool of every upload whose GPU has no pool of its own, so some worker serves it
+    in every deployment that evaluates anything."""
+    return pool_queue(settings.D2K_DEFAULT_HARDWARE)
+
+
 def _validation_send(*, run_id: int) -> None:
     """Hand the validation to the task queue. A broker that fails loses nothing: the run
-    stays `validating` and run_validation_resume takes it up."""
+    stays `validating` and run_validation_resume sends it again."""
     try:
-        async_task(VALIDATION_TASK, run_id)
+        async_task(VALIDATION_TASK, run_id, cluster=_validation_queue())
     except Exception:
         logger.exception("run %s: the broker refused its validation; it is resumed later", run_id)
 
@@ -362,19 +372,34 @@ def _run_reject(*, run: Run, errors: tuple[BundleError, ...] | list[BundleError]
     return Run.objects.get(pk=run.pk)
 
 
-def run_validation_resume(*, now: datetime | None = None) -> list[int]:
-    """Validate again every run left `validating` for VALIDATION_STALE_AFTER (its task
-    lost to a restart); returns their ids. Run by the django-q2 schedule every minute and
-    by `manage.py run_validation_resume`."""
-    stale = (now or timezone.now()) - VALIDATION_STALE_AFTER
-    ids = list(
-        Run.objects.filter(state=RunState.VALIDATING, updated_at__lt=stale)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+def run_validation_resume(*, now: datetime | None = None, inline: bool = False) -> list[int]:
+    """Take up every run left `validating` for VALIDATION_STALE_AFTER (its task lost to a
+    worker or cluster restart, or to the broker); returns their ids.
+
+    `inline` validates them in this process (`manage.py run_validation_resume`, the
+    minute's schedule); otherwise their task is sent again, once the default pool's queue
+    has nothing waiting (a message still queued behind evaluations is not lost): each
+    worker's main process does that every D2K_REAP_INTERVAL_S. A duplicate costs nothing:
+    the first validation to commit wins."""
+    now = now or timezone.now()
+    stale = Run.objects.filter(
+        state=RunState.VALIDATING, updated_at__lt=now - VALIDATION_STALE_AFTER
+    ).order_by("pk")
+    ids = list(stale.values_list("pk", flat=True))
+    if inline:
+        for run_id in ids:
+            run_bundle_validate(run_id=run_id)
+        return ids
+    if not ids or get_broker(_validation_queue()).queue_size():
+        return []
+    sent = []
     for run_id in ids:
-        run_bundle_validate(run_id=run_id)
-    return ids
+        with transaction.atomic():
+            # Touched, so that the next round leaves it to this message for a while.
+            if Run.objects.filter(pk=run_id, state=RunState.VALIDATING).update(updated_at=now):
+                transaction.on_commit(functools.partial(_validation_send, run_id=run_id))
+                sent.append(run_id)
+    return sent
 
 
 def _files_remove(names: list[str]) -> None:

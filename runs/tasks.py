@@ -11,4 +11,4 @@ def run_bundle_validate(run_id: int) -> str | None:
 
 def run_validation_resume() -> str:
     """The schedule (every minute): validate again runs whose validation task was lost."""
-    return f"{len(services.run_validation_resume())} run(s) validated again"
+    return f"{len(services.run_validation_resume(inline=True))} run(s) validated again"

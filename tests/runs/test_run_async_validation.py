@@ -10,6 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from evaluator.models import Evaluation
+from evaluator.services.pools import pool_queue
+from evaluator.signals import worker_round
 from runs.models import Proposal, Run, Trace
 from runs.services import VALIDATION_MAX_ATTEMPTS, run_bundle_validate, run_validation_resume
 from submissions.models import Submission
@@ -206,15 +208,46 @@ def test_the_validation_is_idempotent(big, upload, uploader, run_tasks, fake_cli
     assert Evaluation.objects.count() == 1
 
 
-def test_a_run_whose_task_was_lost_is_validated_again(big, upload, uploader, run_tasks, fake_cli):
+def test_a_run_whose_task_was_lost_is_sent_again_by_the_workers_round(
+    big, upload, uploader, run_tasks, fake_cli, django_capture_on_commit_callbacks
+):
     upload(uploader, make_zip(good_files()))  # the work is never run: a restart lost it
     run = Run.objects.get()
-    assert run_validation_resume() == []  # too fresh: its task may still be running
-    later = timezone.now() + timedelta(minutes=6)
-    assert run_validation_resume(now=later) == [run.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_round.send(sender=None)
     run.refresh_from_db()
-    assert run.state == "evaluating" and run.submissions.count() == 1
+    assert run.state == "validating"  # too fresh: its task may still be on its way
+    Run.objects.filter(pk=run.pk).update(updated_at=timezone.now() - timedelta(minutes=6))
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_round.send(sender=None)  # what each worker's main process does every round
+    run.refresh_from_db()
+    assert run.state == "complete" and run.submissions.count() == 1 and len(fake_cli.calls) == 1
+    assert run_validation_resume(now=timezone.now() + timedelta(minutes=6)) == []
+
+
+def test_a_message_still_queued_is_not_sent_twice(
+    big, upload, uploader, run_tasks, monkeypatch, settings
+):
+    settings.D2K_DEFAULT_HARDWARE = "NVIDIA H200"
+    sent = []
+    monkeypatch.setattr(
+        "runs.services.async_task", lambda *args, **kw: sent.append((args, kw["cluster"]))
+    )
+    _response, work = upload(uploader, make_zip(good_files()))
+    work()
+    run = Run.objects.get()
+    # The default pool's queue: some worker serves it wherever uploads are evaluated.
+    assert sent == [(("runs.tasks.run_bundle_validate", run.pk), pool_queue("NVIDIA H200"))]
+
+    class Busy:
+        def queue_size(self):
+            return 1
+
+    monkeypatch.setattr("runs.services.get_broker", lambda queue: Busy())
+    later = timezone.now() + timedelta(minutes=6)
     assert run_validation_resume(now=later) == []
+    monkeypatch.undo()
+    assert run_validation_resume(now=later) == [run.pk]
 
 
 def test_the_command_resumes_stuck_runs_and_gives_up_after_the_last_attempt(

@@ -10,7 +10,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options) -> None:
-        ids = run_validation_resume()
+        ids = run_validation_resume(inline=True)
         self.stdout.write(
             f"{len(ids)} run(s) validated again{': ' if ids else ''}"
             f"{', '.join(f'#{pk}' for pk in ids)}."
