@@ -496,7 +496,7 @@ def _run_store(
         # Claimed in this transaction: a second validation of the same run finds it
         # accepted (or rejected) and leaves it alone.
         claimed = Run.objects.select_for_update().filter(pk=pending.pk, state=RunState.VALIDATING)
-        if not claimed.exists():
+        if not list(claimed.values_list("pk", flat=True)):
             raise _NotValidating
         run = pending
         run.bundle_file = ""

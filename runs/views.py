@@ -75,7 +75,12 @@ def upload(request: HttpRequest) -> HttpResponse:
                 queued = "its bundle is being validated; this page shows the outcome"
             messages.success(request, f"Run #{run.pk} is stored; {queued}.")
             return redirect("runs:detail", pk=run.pk)
-    return render(request, "runs/upload.html", {"form": form, "errors": errors}, status=status)
+    context = {
+        "form": form,
+        "errors": errors,
+        "sync_limit": settings.D2K_RUN_SYNC_VALIDATION_BYTES,
+    }
+    return render(request, "runs/upload.html", context, status=status)
 
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:

@@ -275,6 +275,8 @@ def test_the_upload_page_sends_a_big_bundle_to_its_run_page(
 ):
     user = UserFactory()
     client.force_login(user)
+    form = " ".join(client.get("/runs/new/").content.decode().split())
+    assert "A bundle over 100 bytes is checked after the upload" in form
     bundle = SimpleUploadedFile("run.zip", make_zip(good_files()))
     with django_capture_on_commit_callbacks():
         response = client.post("/runs/new/", {"bundle": bundle}, follow=True)
@@ -292,3 +294,22 @@ def test_a_validating_run_is_no_pair_candidate(big, upload, uploader, run_tasks,
     guided = Run.objects.get(state="validating")
     assert list(run_pair_candidates(run=accepted)) == []
     assert "being validated" in run_pair_refusal(run=accepted, other=guided)
+
+
+def test_a_full_disk_while_the_zip_is_stored_is_507_with_nothing_left(
+    big, monkeypatch, on_disk, upload, uploader, run_tasks
+):
+    from django.core.files.storage import FileSystemStorage
+
+    def half_written(self, name, content):
+        path = on_disk / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.read()[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(FileSystemStorage, "_save", half_written)
+    response, _ = upload(uploader, make_zip(good_files()))
+    assert response.status_code == 507
+    assert "no room to store this upload" in response.json()["detail"]
+    assert not Run.objects.exists()
+    assert list(on_disk.rglob("*")) == []  # no partial zip, no folder
