@@ -88,6 +88,13 @@ print(json.dumps([
 ]))
 """
 
+RUN_STATE = """
+import json
+from runs.models import Run
+run = Run.objects.get(pk={pk})
+print(json.dumps({{"state": run.state, "errors": run.errors}}))
+"""
+
 EXPORT = """
 import json, sys
 from evaluator.models import Evaluation, EvaluationStatus
@@ -133,6 +140,9 @@ def bundle_bytes(tasks: list[str] | None = None) -> tuple[bytes, list[str]]:
 
 
 def upload(portal: Portal, data: bytes) -> dict:
+    """POST the bundle: 201 (validated at once) or 202 (a bundle over
+    D2K_RUN_SYNC_VALIDATION_BYTES, its run `validating` until a worker validated it:
+    run_validated waits for that)."""
     boundary = "d2k-bundle-boundary"
     body = (
         (
@@ -153,9 +163,32 @@ def upload(portal: Portal, data: bytes) -> dict:
     )
     try:
         with urllib.request.urlopen(request, timeout=300) as response:
-            return json.loads(response.read())
+            answer = json.loads(response.read())
+            if response.status == 202:
+                print(f"run {answer['id']} stored; the workers validate it first", flush=True)
+            return answer
     except urllib.error.HTTPError as exc:
         raise SystemExit(f"the upload was refused: {exc.code} {exc.read()[:2000]!r}") from exc
+
+
+def run_validated(portal: Portal, run_id: int, *, deadline: float) -> None:
+    """Wait while the run is `validating` (the default pool's workers validate a bundle
+    stored by a 202); a rejected bundle ends the script with its problems."""
+    while True:
+        found = json.loads(
+            portal.manage("shell", "-c", RUN_STATE.format(pk=run_id)).splitlines()[-1]
+        )
+        if found["state"] == "rejected":
+            problems = "; ".join(
+                f"{e['file'] or 'bundle'}:{e['line'] or '-'}: {e['message']}"
+                for e in found["errors"]
+            )
+            raise SystemExit(f"the portal rejected the bundle: {problems}")
+        if found["state"] != "validating":
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run {run_id} is still validating at the deadline")
+        time.sleep(5)
 
 
 def worker_alive(pid: int, directory: Path) -> bool:
@@ -316,6 +349,8 @@ def main() -> None:
             state["workers"] = workers
             state["segments"].append({"start": now, "end": now})
             save()
+        # Before its evaluations exist: a run still validating has none, all finished.
+        run_validated(portal, state["run"], deadline=started + args.deadline_s)
         seen: set[int] = set()
         rows: list[dict] = []
         while True:

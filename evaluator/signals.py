@@ -1,4 +1,5 @@
-"""What the evaluator tells the rest of the portal: one signal, after a result changed.
+"""What the evaluator tells the rest of the portal: after a result changed, and each
+worker's round.
 
 The evaluator does not know who builds on its verdicts. Runs derive their state from
 them and scoring recomputes its scores; both listen here (`runs.signals`,
@@ -13,6 +14,11 @@ from django.dispatch import Signal
 #   change: "verdict" (a verdict was stored) or "review" (an admin's review of a
 #   flagged verdict: the status stays, whether it counts changes).
 evaluation_result_changed = Signal()
+
+# Sent with sender=None by each worker's main process after its reaper round (every
+# D2K_REAP_INTERVAL_S): work of other apps that a worker's restart may have lost is
+# taken up again there (runs sends again the validation of a bundle left waiting).
+worker_round = Signal()
 
 VERDICT = "verdict"
 REVIEW = "review"

@@ -21,7 +21,18 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ("state", "condition", "is_public", "is_example", "hardware")
     list_select_related = ("owner",)
     search_fields = ("=id", "model", "agent", "owner__username")
-    readonly_fields = ("owner", "catalog_version", "state", "finished_at", "levels", "condition")
+    readonly_fields = (
+        "owner",
+        "catalog_version",
+        "state",
+        "finished_at",
+        "levels",
+        "condition",
+        "bundle_file",
+        "bundle_bytes",
+        "upload_options",
+        "errors",
+    )
     raw_id_fields = ("pair",)
     inlines = [TraceInline]
 

@@ -13,8 +13,15 @@ class RunState(models.TextChoices):
     """Where a run stands (documented in docs/run-format.md)."""
 
     RECEIVING = "receiving"
+    VALIDATING = "validating"
+    REJECTED = "rejected"
     EVALUATING = "evaluating"
     COMPLETE = "complete"
+
+
+# A run in these states is not (or not yet) an accepted run: it has no kernels, traces or
+# proposals, its manifest fields are blank, and nothing derives its state from evaluations.
+UNACCEPTED_STATES = frozenset({RunState.RECEIVING, RunState.VALIDATING, RunState.REJECTED})
 
 
 class Run(BaseModel):
@@ -51,6 +58,20 @@ class Run(BaseModel):
     )
     state = models.CharField(max_length=12, choices=RunState.choices, default=RunState.RECEIVING)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A bundle validated in the background (runs.services.run_bundle_receive): the stored
+    # zip while the run is validating, and what the upload asked for once it is accepted.
+    bundle_file = models.FileField(upload_to="runs/bundles/", max_length=300, blank=True)
+    bundle_bytes = models.PositiveBigIntegerField(
+        default=0, help_text="Size of the stored zip while it waits for validation."
+    )
+    upload_options = models.JSONField(
+        default=dict, blank=True, help_text='{"is_public", "confirm_redaction"} of the upload.'
+    )
+    errors = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='A rejected bundle\'s problems: [{"file", "line", "message"}].',
+    )
     pair = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from accounts.models import User
 from evaluator.models import FINISHED_STATUSES, Evaluation
 from evaluator.selectors import evaluation_latest_states
-from runs.models import Proposal, Run, RunState, Trace
+from runs.models import UNACCEPTED_STATES, Proposal, Run, RunState, Trace
 from runs.scanners import problems_redacted, redact_text
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
 from scoring.models import TaskScore
@@ -76,16 +76,17 @@ def run_list_for_viewer(*, user: User | AnonymousUser) -> QuerySet[Run]:
 
 def run_state_derive(*, run: Run) -> str:
     """The state from the submissions' latest evaluations: complete once every kernel's
-    evaluation has finished, evaluating before. A run still being stored is receiving."""
-    if run.state == RunState.RECEIVING:
-        return RunState.RECEIVING
+    evaluation has finished, evaluating before. A run not accepted yet keeps its state
+    (receiving, validating, rejected)."""
+    if run.state in UNACCEPTED_STATES:
+        return run.state
     ids = list(Submission.objects.filter(run=run).values_list("pk", flat=True))
     return _state(run=run, submission_ids=ids, latest=evaluation_latest_states(submission_ids=ids))
 
 
 def _state(*, run: Run, submission_ids: list[int], latest: dict[int, Evaluation]) -> str:
-    if run.state == RunState.RECEIVING:
-        return RunState.RECEIVING
+    if run.state in UNACCEPTED_STATES:
+        return run.state
     if all(i in latest and latest[i].is_finished for i in submission_ids):
         return RunState.COMPLETE
     return RunState.EVALUATING
@@ -103,6 +104,8 @@ PAIR_KEYS = (
 def run_pair_refusal(*, run: Run, other: Run) -> str:
     """Why two runs cannot be a pair ("" when they can): one without guidance and one
     with it, of the same catalog version, GPU kind, model and agent."""
+    if run.state in UNACCEPTED_STATES or other.state in UNACCEPTED_STATES:
+        return "Only accepted runs pair: a run being validated or rejected does not."
     if (run.condition == CONDITION_NONE) == (other.condition == CONDITION_NONE):
         return "A pair is one run without guidance and one with guidance."
     differ = [
@@ -122,9 +125,13 @@ def run_pair_refusal(*, run: Run, other: Run) -> str:
 def run_pair_candidates(*, run: Run) -> QuerySet[Run]:
     """The owner's runs that may be paired with `run`: the other side of the guidance
     divide, of the same catalog version, GPU kind, model and agent."""
-    others = Run.objects.filter(
-        owner_id=run.owner_id, **{name: getattr(run, name) for name, _ in PAIR_KEYS}
-    ).exclude(pk=run.pk)
+    others = (
+        Run.objects.filter(
+            owner_id=run.owner_id, **{name: getattr(run, name) for name, _ in PAIR_KEYS}
+        )
+        .exclude(pk=run.pk)
+        .exclude(state__in=UNACCEPTED_STATES)
+    )
     if run.condition == CONDITION_NONE:
         return others.exclude(condition=CONDITION_NONE)
     return others.filter(condition=CONDITION_NONE)
@@ -239,6 +246,11 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
     """Everything the run page and `GET /api/runs/<id>/` show: the run, its derived state,
     one row per task of its catalog version (and per task either run touched) with the
     twin beside it; speedups and correctness are the stored scores."""
+    if run.state in (RunState.VALIDATING, RunState.REJECTED):
+        # No row of the bundle exists yet (or ever): only the state and the errors show.
+        return RunDetail(
+            run=run, state=run.state, pair=None, pair_state=None, rows=[], example_label=None
+        )
     pair = run_pair_for_viewer(user=user, run=run)
     # The stored task scores of both runs, in one query.
     stored = {

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import errno
+import functools
+import logging
 import os
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 
 from django.conf import settings
@@ -15,8 +18,11 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.tasks import async_task
 
 from accounts.models import User
+from evaluator.services.pools import pool_queue
 from moderation.services import cells_nominate
 from runformat import MANIFEST, Bundle, BundleError, BundleLimits, Manifest, bundle_validate
 from runs.audit import (
@@ -26,7 +32,7 @@ from runs.audit import (
     run_secrets,
     trace_audit,
 )
-from runs.models import Proposal, Run, RunState, Trace
+from runs.models import UNACCEPTED_STATES, Proposal, Run, RunState, Trace
 from runs.selectors import (
     catalog_version_current,
     run_pair_candidates,
@@ -37,11 +43,13 @@ from runs.traces import TraceRefused, trace_pack, trace_summarize
 from scoring.services import scores_refresh
 from scoring.services.catalog import catalog_version_pin
 from submissions.models import Submission
-from submissions.quotas import quota_enforce, quota_lock
+from submissions.quotas import QuotaExceeded, quota_enforce, quota_lock
 from submissions.services import submission_create
 from task_catalog.models import Task
 from task_catalog.prompts import GuidanceGiven, task_prompt, task_prompt_match
 from task_catalog.selectors import guidance_version_by_hash, task_get_public
+
+logger = logging.getLogger("runs.services")
 
 
 class BundleRejected(Exception):
@@ -83,6 +91,21 @@ def bundle_limits() -> BundleLimits:
     )
 
 
+def run_upload(
+    *, owner: User, data: bytes, is_public: bool = False, confirm_redaction: bool = False
+) -> Run:
+    """The upload doors' one call: a bundle up to D2K_RUN_SYNC_VALIDATION_BYTES is
+    validated and stored now (run_create_from_bundle); a bigger one is stored for
+    validation in the background and its run is `validating` (run_bundle_receive)."""
+    if len(data) > settings.D2K_RUN_SYNC_VALIDATION_BYTES:
+        return run_bundle_receive(
+            owner=owner, data=data, is_public=is_public, confirm_redaction=confirm_redaction
+        )
+    return run_create_from_bundle(
+        owner=owner, data=data, is_public=is_public, confirm_redaction=confirm_redaction
+    )
+
+
 def run_create_from_bundle(
     *,
     owner: User,
@@ -102,6 +125,30 @@ def run_create_from_bundle(
     hold secrets is rejected unless `confirm_redaction` (the owner agrees that the public
     sees them redacted).
     """
+    checked = _bundle_checked(data=data)
+    return _run_accept(
+        owner=owner,
+        checked=checked,
+        is_public=is_public,
+        is_example=is_example,
+        enforce_quota=enforce_quota,
+        confirm_redaction=confirm_redaction,
+    )
+
+
+@dataclass(frozen=True)
+class _Checked:
+    bundle: Bundle
+    tasks: dict[str, Task]
+    guidance: dict[str, dict[str, object]]
+
+
+class _NotValidating(Exception):
+    """The run was accepted or rejected by another validation meanwhile."""
+
+
+def _bundle_checked(*, data: bytes) -> _Checked:
+    """The bundle's checks that read no row of it: raises BundleRejected."""
     tasks = {t.slug: t for t in Task.objects.filter(current_version__isnull=False)}
     bundle = bundle_validate(data=data, task_slugs=frozenset(tasks), limits=bundle_limits())
     if not bundle.ok or bundle.manifest is None:
@@ -110,6 +157,23 @@ def run_create_from_bundle(
     guidance, prompt_errors = _guidance_given(manifest=bundle.manifest, slugs=slugs)
     if prompt_errors:
         raise BundleRejected(prompt_errors)
+    return _Checked(bundle=bundle, tasks=tasks, guidance=guidance)
+
+
+def _run_accept(
+    *,
+    owner: User,
+    checked: _Checked,
+    is_public: bool,
+    is_example: bool,
+    enforce_quota: bool,
+    confirm_redaction: bool,
+    pending: Run | None = None,
+) -> Run:
+    """Store a checked bundle's run (a new row, or `pending`, the run that waited for
+    its validation) with everything of it, in one transaction."""
+    bundle, tasks = checked.bundle, checked.tasks
+    waiting_zip = pending.bundle_file.name if pending is not None else ""
     written: list[str] = []
     try:
         with transaction.atomic():
@@ -118,9 +182,10 @@ def run_create_from_bundle(
             run = _run_store(
                 owner=owner,
                 bundle=bundle,
-                guidance=guidance,
+                guidance=checked.guidance,
                 is_public=is_public,
                 example=is_example,
+                pending=pending,
             )
             for slug, text in sorted(bundle.proposals.items()):
                 proposal = Proposal(run=run, task=tasks[slug], text=text)
@@ -165,7 +230,176 @@ def run_create_from_bundle(
         if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
             raise StorageFull(StorageFull.message) from exc
         raise
+    if waiting_zip:
+        _files_remove([waiting_zip])
     return run
+
+
+# --- bundles validated in the background ----------------------------------------
+
+VALIDATION_TASK = "runs.tasks.run_bundle_validate"
+# A run `validating` untouched this long lost its task (a worker or cluster restart, a
+# broker that dropped the message): run_validation_resume validates it again.
+VALIDATION_STALE_AFTER = timedelta(minutes=5)
+# Validations started before a run is rejected as one we could not validate.
+VALIDATION_MAX_ATTEMPTS = 3
+
+
+def run_bundle_receive(
+    *, owner: User, data: bytes, is_public: bool = False, confirm_redaction: bool = False
+) -> Run:
+    """Store a bundle to be validated in the background: a run `validating` that holds
+    the zip (its bytes count against the owner's stored-bytes quota until it is
+    validated), the quotas checked in the same transaction as for any upload; the
+    validation task is queued once the transaction commits.
+
+    Raises QuotaExceeded (nothing stored) and StorageFull (nothing stored)."""
+    written: list[str] = []
+    try:
+        with transaction.atomic():
+            quota_lock(owner=owner)
+            run = Run(
+                owner=owner,
+                state=RunState.VALIDATING,
+                bundle_bytes=len(data),
+                upload_options={"is_public": is_public, "confirm_redaction": confirm_redaction},
+            )
+            run.save()
+            name = _file_save(f"runs/{run.pk}/bundle.zip", data)
+            written.append(name)
+            run.bundle_file = name
+            run.save(update_fields=["bundle_file", "updated_at"])
+            quota_enforce(owner=owner, evaluations=0)
+            run_id = run.pk
+            transaction.on_commit(lambda: _validation_send(run_id=run_id))
+    except BaseException as exc:
+        _files_remove(written)
+        if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
+            raise StorageFull(StorageFull.message) from exc
+        raise
+    return run
+
+
+def _file_save(wanted: str, data: bytes) -> str:
+    try:
+        return default_storage.save(wanted, ContentFile(data))
+    except OSError:
+        # A write cut short (a full disk) may leave part of the file: the run is new,
+        # so whatever is under its name is that part.
+        _files_remove([wanted])
+        raise
+
+
+def _validation_queue() -> str:
+    """The broker queue a validation goes to: the default pool's (D2K_DEFAULT_HARDWARE),
+    the pool of every upload whose GPU has no pool of its own, so some worker serves it
+    in every deployment that evaluates anything."""
+    return pool_queue(settings.D2K_DEFAULT_HARDWARE)
+
+
+def _validation_send(*, run_id: int) -> None:
+    """Hand the validation to the task queue. A broker that fails loses nothing: the run
+    stays `validating` and run_validation_resume sends it again."""
+    try:
+        async_task(VALIDATION_TASK, run_id, cluster=_validation_queue())
+    except Exception:
+        logger.exception("run %s: the broker refused its validation; it is resumed later", run_id)
+
+
+def run_bundle_validate(*, run_id: int) -> Run | None:
+    """Validate the stored bundle of a `validating` run: accept it as an upload
+    validated at once would be (its traces, proposals and kernels stored, the kernels
+    queued, the run paired), or reject it, the run `rejected` with every problem found
+    and nothing of the bundle kept. Idempotent: a run no longer validating is left as it
+    is (None)."""
+    run = Run.objects.select_related("owner").filter(pk=run_id).first()
+    if run is None or run.state != RunState.VALIDATING:
+        return None
+    attempts = int(run.upload_options.get("attempts", 0)) + 1
+    options = {**run.upload_options, "attempts": attempts}
+    # Touched: run_validation_resume leaves a run being validated alone for a while.
+    Run.objects.filter(pk=run.pk, state=RunState.VALIDATING).update(
+        upload_options=options, updated_at=timezone.now()
+    )
+    if attempts > VALIDATION_MAX_ATTEMPTS:
+        message = (
+            f"The bundle could not be validated in {VALIDATION_MAX_ATTEMPTS} attempts (the "
+            "workers stopped each time); nothing of it was kept. Upload it again."
+        )
+        return _run_reject(run=run, errors=[BundleError(None, None, message)])
+    try:
+        with default_storage.open(run.bundle_file.name or "", "rb") as handle:
+            data = handle.read()
+    except (OSError, ValueError):
+        message = "The stored bundle is gone; nothing of it was kept. Upload it again."
+        return _run_reject(run=run, errors=[BundleError(None, None, message)])
+    errors: tuple[BundleError, ...] | list[BundleError]
+    try:
+        return _run_accept(
+            owner=run.owner,
+            checked=_bundle_checked(data=data),
+            is_public=bool(options.get("is_public")),
+            is_example=False,
+            enforce_quota=True,
+            confirm_redaction=bool(options.get("confirm_redaction")),
+            pending=run,
+        )
+    except _NotValidating:
+        return None
+    except BundleRejected as exc:
+        errors = exc.errors
+    except (QuotaExceeded, StorageFull) as exc:
+        errors = [BundleError(None, None, str(exc))]
+    return _run_reject(run=run, errors=errors)
+
+
+def _run_reject(*, run: Run, errors: tuple[BundleError, ...] | list[BundleError]) -> Run | None:
+    """End a validating run `rejected` with its problems, and delete its stored zip."""
+    name = Run.objects.filter(pk=run.pk).values_list("bundle_file", flat=True).first()
+    now = timezone.now()
+    done = Run.objects.filter(pk=run.pk, state=RunState.VALIDATING).update(
+        state=RunState.REJECTED,
+        errors=[e.as_dict() for e in errors],
+        bundle_file="",
+        bundle_bytes=0,
+        finished_at=now,
+        updated_at=now,
+    )
+    if not done:
+        return None
+    if name:
+        _files_remove([name])
+    return Run.objects.get(pk=run.pk)
+
+
+def run_validation_resume(*, now: datetime | None = None, inline: bool = False) -> list[int]:
+    """Take up every run left `validating` for VALIDATION_STALE_AFTER (its task lost to a
+    worker or cluster restart, or to the broker); returns their ids.
+
+    `inline` validates them in this process (`manage.py run_validation_resume`, the
+    minute's schedule); otherwise their task is sent again, once the default pool's queue
+    has nothing waiting (a message still queued behind evaluations is not lost): each
+    worker's main process does that every D2K_REAP_INTERVAL_S. A duplicate costs nothing:
+    the first validation to commit wins."""
+    now = now or timezone.now()
+    stale = Run.objects.filter(
+        state=RunState.VALIDATING, updated_at__lt=now - VALIDATION_STALE_AFTER
+    ).order_by("pk")
+    ids = list(stale.values_list("pk", flat=True))
+    if inline:
+        for run_id in ids:
+            run_bundle_validate(run_id=run_id)
+        return ids
+    if not ids or get_broker(_validation_queue()).queue_size():
+        return []
+    sent = []
+    for run_id in ids:
+        with transaction.atomic():
+            # Touched, so that the next round leaves it to this message for a while.
+            if Run.objects.filter(pk=run_id, state=RunState.VALIDATING).update(updated_at=now):
+                transaction.on_commit(functools.partial(_validation_send, run_id=run_id))
+                sent.append(run_id)
+    return sent
 
 
 def _files_remove(names: list[str]) -> None:
@@ -252,24 +486,33 @@ def _run_store(
     guidance: dict[str, dict[str, object]],
     is_public: bool,
     example: bool,
+    pending: Run | None = None,
 ) -> Run:
     manifest = bundle.manifest
     assert manifest is not None
-    run = Run(
-        owner=owner,
-        model=manifest.model,
-        agent=manifest.agent,
-        levels=list(manifest.levels),
-        condition=manifest.condition,
-        turn_budget=manifest.turn_budget,
-        hardware=manifest.hardware,
-        catalog_version=catalog_version_pin(),
-        notes=manifest.notes,
-        guidance_versions=guidance,
-        is_public=is_public,
-        is_example=example or manifest.example,
-        state=RunState.RECEIVING,
-    )
+    if pending is None:
+        run = Run(owner=owner)
+    else:
+        # Claimed in this transaction: a second validation of the same run finds it
+        # accepted (or rejected) and leaves it alone.
+        claimed = Run.objects.select_for_update().filter(pk=pending.pk, state=RunState.VALIDATING)
+        if not list(claimed.values_list("pk", flat=True)):
+            raise _NotValidating
+        run = pending
+        run.bundle_file = ""
+        run.bundle_bytes = 0
+    run.model = manifest.model
+    run.agent = manifest.agent
+    run.levels = list(manifest.levels)
+    run.condition = manifest.condition
+    run.turn_budget = manifest.turn_budget
+    run.hardware = manifest.hardware
+    run.catalog_version = catalog_version_pin()
+    run.notes = manifest.notes
+    run.guidance_versions = guidance
+    run.is_public = is_public
+    run.is_example = example or manifest.example
+    run.state = RunState.RECEIVING
     run.full_clean(exclude=["pair"])
     run.save()
     return run
@@ -325,7 +568,7 @@ def run_refresh_state(*, run_id: int) -> Run | None:
     (evaluating until every one has finished, then complete with its finish time)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.state == RunState.RECEIVING:
+        if run is None or run.state in UNACCEPTED_STATES:
             return run
         state = run_state_derive(run=run)
         if state != run.state:

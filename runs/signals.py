@@ -1,5 +1,6 @@
-"""A trace's file goes when its row goes (a run deleted in the admin takes its traces);
-a run's state follows its evaluations' verdicts."""
+"""A trace's file goes when its row goes (a run deleted in the admin takes its traces),
+and so does a run's bundle waiting for validation; a run's state follows its
+evaluations' verdicts; each worker's round sends again a lost validation."""
 
 from typing import Any
 
@@ -9,9 +10,9 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
 from evaluator.models import Evaluation
-from evaluator.signals import VERDICT, evaluation_result_changed
-from runs.models import Trace
-from runs.services import run_refresh_state
+from evaluator.signals import VERDICT, evaluation_result_changed, worker_round
+from runs.models import Run, Trace
+from runs.services import run_refresh_state, run_validation_resume
 
 
 @receiver(post_delete, sender=Trace)
@@ -20,6 +21,18 @@ def trace_file_delete(sender: type[Trace], instance: Trace, **kwargs: Any) -> No
     if name:
         # Only once the deletion is committed: a rolled-back delete keeps its file.
         transaction.on_commit(lambda: default_storage.delete(name))
+
+
+@receiver(post_delete, sender=Run)
+def run_bundle_file_delete(sender: type[Run], instance: Run, **kwargs: Any) -> None:
+    name = instance.bundle_file.name
+    if name:
+        transaction.on_commit(lambda: default_storage.delete(name))
+
+
+@receiver(worker_round)
+def run_validation_resend(sender: None, **kwargs: Any) -> None:
+    run_validation_resume()
 
 
 @receiver(evaluation_result_changed, sender=Evaluation)

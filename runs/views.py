@@ -37,9 +37,9 @@ from runs.selectors import (
 from runs.services import (
     BundleRejected,
     StorageFull,
-    run_create_from_bundle,
     run_pair,
     run_unpair,
+    run_upload,
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
@@ -60,7 +60,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data["bundle"].read()
         try:
-            run = run_create_from_bundle(
+            run = run_upload(
                 owner=authenticated_user(request.user),
                 data=data,
                 is_public=form.cleaned_data["is_public"],
@@ -75,13 +75,23 @@ def upload(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc.message)
             status = 507
         else:
-            messages.success(request, f"Run #{run.pk} is stored; its kernels are queued.")
+            queued = "its kernels are queued"
+            if run.state == RunState.VALIDATING:
+                queued = "its bundle is being validated; this page shows the outcome"
+            messages.success(request, f"Run #{run.pk} is stored; {queued}.")
             return redirect("runs:detail", pk=run.pk)
-    return render(request, "runs/upload.html", {"form": form, "errors": errors}, status=status)
+    context = {
+        "form": form,
+        "errors": errors,
+        "sync_limit": settings.D2K_RUN_SYNC_VALIDATION_BYTES,
+    }
+    return render(request, "runs/upload.html", context, status=status)
 
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_get_for_viewer(user=request.user, pk=pk)
+    if run.state in (RunState.VALIDATING, RunState.REJECTED):
+        return render(request, "runs/validation.html", {"run": run})
     if viewer_sees_raw(user=request.user, run=run):
         # Its owner and the moderators: traces as uploaded, the scanners' hits, the forms.
         context = _detail_context(run=run, user=request.user, request=request)

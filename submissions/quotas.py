@@ -1,7 +1,8 @@
 """Per-owner quotas on uploads, enforced in the transaction that stores the upload.
 
 Three limits (docs/security.md): uploads in the last 24 hours, evaluations waiting in
-the queue, and bytes stored (kernel sources and compressed traces). A door calls
+the queue, and bytes stored (kernel sources, compressed traces, and run bundles waiting
+for their validation). A door calls
 `quota_lock` first thing in its transaction and `quota_enforce` after its inserts:
 the lock (the owner's user row, `SELECT … FOR UPDATE` on PostgreSQL; SQLite's
 IMMEDIATE transactions let one writer in at a time) makes uploads of one owner take
@@ -23,7 +24,7 @@ from django.utils import timezone
 from accounts.models import User
 from core.quotas import QuotaExceeded, quota_duration
 from evaluator.models import Evaluation
-from runs.models import Run, Trace
+from runs.models import Run, RunState, Trace
 from submissions.models import Submission
 
 WINDOW = timedelta(days=1)
@@ -46,8 +47,11 @@ def _upload_times(owner: User) -> list:
         .exclude(evaluations__status="worker_error")
         .values_list("created_at", flat=True)
     )
-    runs = Run.objects.filter(owner=owner, created_at__gte=since).values_list(
-        "created_at", flat=True
+    # A bundle rejected in the background counts as little as one refused at once (400).
+    runs = (
+        Run.objects.filter(owner=owner, created_at__gte=since)
+        .exclude(state=RunState.REJECTED)
+        .values_list("created_at", flat=True)
     )
     return sorted([*lone, *runs])
 
@@ -62,10 +66,12 @@ def _waiting(owner: User) -> int:
 
 
 def owner_stored_bytes(*, owner: User) -> int:
-    """What the owner's uploads take on the server: kernel sources and stored traces."""
+    """What the owner's uploads take on the server: kernel sources, stored traces, and
+    the zips of run bundles waiting for their validation."""
     sources = Submission.objects.filter(owner=owner).aggregate(n=Sum(Length("source")))["n"]
     traces = Trace.objects.filter(run__owner=owner).aggregate(n=Sum("stored_bytes"))["n"]
-    return (sources or 0) + (traces or 0)
+    waiting = Run.objects.filter(owner=owner).aggregate(n=Sum("bundle_bytes"))["n"]
+    return (sources or 0) + (traces or 0) + (waiting or 0)
 
 
 def quota_enforce(*, owner: User, evaluations: int) -> None:

@@ -136,12 +136,18 @@ def test_some_flags_are_found_in_code():
 # --- runs ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", ["receiving", "evaluating", "complete"])
+RUN_STATES = ["receiving", "validating", "rejected", "evaluating", "complete"]
+
+
+@pytest.mark.parametrize("state", RUN_STATES)
 def test_every_run_state_is_explained(state):
+    assert f"| `{state}` |" in read("docs/run-format.md")
+
+
+def test_the_run_states_explained_are_all_of_them():
     from runs.models import RunState
 
-    assert state in {s.value for s in RunState}
-    assert f"| `{state}` |" in read("docs/run-format.md")
+    assert sorted(RUN_STATES) == sorted(s.value for s in RunState)
 
 
 def test_every_trace_event_and_manifest_key_is_documented():

@@ -29,6 +29,7 @@ from .config import ClientError, Config, server_normalize
 from .display import (
     board_columns,
     board_table,
+    bundle_problems,
     console,
     err_console,
     evaluation_show,
@@ -42,7 +43,14 @@ from .display import (
     task_show,
     terminal_width,
 )
-from .follow import FollowTimedOut, run_follow, run_tally
+from .follow import (
+    REJECTED,
+    VALIDATING,
+    FollowTimedOut,
+    run_follow,
+    run_tally,
+    run_validation_wait,
+)
 from .packing import bundle_check, bundle_pack
 
 app = typer.Typer(
@@ -326,7 +334,8 @@ def submit_run(
     as_json: JsonOpt = False,
 ) -> None:
     """Upload a run bundle (zip), private until published, with a progress bar; --wait
-    follows its evaluations."""
+    follows its evaluations. A big bundle is validated by the portal after the upload: the
+    command waits for that, and exits 1 with the bundle's problems if it is rejected."""
     _follow_options_check(wait=wait, timeout=timeout, poll_interval=poll_interval)
     state = _state(ctx)
     api = state.api
@@ -346,6 +355,9 @@ def submit_run(
             data={"is_public": str(public).lower()},
             advance=lambda n: progress.advance(bar, n),
         )
+    if created.get("state") == VALIDATING:
+        _validation_wait(state, created["id"], poll=poll_interval, as_json=as_json)
+        created = {"id": created["id"], "url": created["url"]}
     if as_json and not wait:
         return print_json(created)
     if not as_json:
@@ -353,6 +365,33 @@ def submit_run(
     if wait:
         _follow_run(state, created["id"], as_json=as_json, timeout=timeout, poll=poll_interval)
     return None
+
+
+def _validation_wait(state: State, pk: int, *, poll: float | None, as_json: bool) -> None:
+    """Wait while the portal validates the run's bundle (its upload answered 202); a
+    ClientError listing the problems when it is rejected."""
+    try:
+        run = run_validation_wait(state.api, pk, poll=poll or POLL_SECONDS, transient=as_json)
+    except KeyboardInterrupt:
+        server = f"--server {state.api.server} " if state.explicit_server else ""
+        say(
+            f"Stopped waiting for run {pk}; the portal goes on validating its bundle. "
+            f"Look at it with: d2k {server}run {pk}"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _rejected_check(run)
+
+
+def _rejected_check(run: dict[str, Any]) -> None:
+    if run["state"] != REJECTED:
+        return
+    problems = bundle_problems(run)
+    for line in problems:
+        say(line)
+    raise ClientError(
+        f"the portal rejected the bundle of run {run['id']} ({len(problems)} problem(s)); "
+        "nothing of it was kept: fix it and upload it again"
+    )
 
 
 def _follow_options_check(
@@ -395,6 +434,7 @@ def _follow_run(
             f"({tally.finished}/{tally.total} finished). Follow it again with: {again}"
         )
         raise typer.Exit(EXIT_TIMED_OUT) from None
+    _rejected_check(detail)
     _run_print(detail, as_json)
     if run_tally(detail).not_correct:
         raise typer.Exit(EXIT_NOT_CORRECT)

@@ -206,6 +206,15 @@ def job_line(submission: dict[str, Any]) -> str:
     return plain(f"{evaluation['status']}: {state} · {job['next_step']}").plain
 
 
+def bundle_problems(run: dict[str, Any]) -> list[str]:
+    """A rejected run's problems, one line each: `file:line: message`."""
+    lines = []
+    for error in run.get("errors") or []:
+        where = ":".join(str(p) for p in (error.get("file"), error.get("line")) if p is not None)
+        lines.append(f"{where or 'bundle'}: {error['message']}")
+    return lines
+
+
 def run_show(run: dict[str, Any]) -> None:
     console.print(
         Text.assemble(
@@ -215,6 +224,19 @@ def run_show(run: dict[str, Any]) -> None:
             plain(f" · {run['example_label']}" if run.get("example_label") else ""),
         )
     )
+    if run["state"] in ("validating", "rejected"):
+        said = {
+            "validating": "The portal is validating the bundle; its kernels are queued after.",
+            "rejected": "The portal rejected the bundle; nothing of it was kept:",
+        }
+        console.print(plain(said[run["state"]]))
+        for error in run.get("errors") or []:
+            where = ":".join(
+                str(p) for p in (error.get("file"), error.get("line")) if p is not None
+            )
+            console.print(plain(f"  {where or 'bundle'}: {error['message']}"))
+        console.print(plain(run["url"]))
+        return
     rows = []
     for item in run["tasks"]:
         mine, twin = item["result"] or {}, item["pair_result"] or {}

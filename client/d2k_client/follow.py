@@ -24,6 +24,10 @@ from .display import err_console, plain
 # API also says `is_finished` per task; a portal without it is read by these.
 PENDING = frozenset({"queued", "running"})
 COMPLETE = "complete"
+# A big bundle's run while the portal validates it (the upload answered 202), and the
+# state it ends in when the bundle is refused: `errors` then lists the problems.
+VALIDATING = "validating"
+REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,8 @@ class FollowTimedOut(Exception):
 def run_follow(
     api: Api, pk: int, *, timeout: float | None, poll: float, transient: bool
 ) -> dict[str, Any]:
-    """Poll the run until the portal calls it complete and return its last JSON; raise
-    FollowTimedOut after `timeout` seconds (None: no limit)."""
+    """Poll the run until the portal calls it complete (or its bundle rejected) and return
+    its last JSON; raise FollowTimedOut after `timeout` seconds (None: no limit)."""
     columns = (
         SpinnerColumn(),
         TextColumn("run {task.fields[run]} {task.description}", markup=False),
@@ -102,9 +106,22 @@ def run_follow(
                 total=tally.total,
                 tally=plain(tally.line()).plain,
             )
-            if run["state"] == COMPLETE:
+            if run["state"] in (COMPLETE, REJECTED):
                 return run
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise FollowTimedOut(run)
             time.sleep(poll if left is None else min(poll, left))
+
+
+def run_validation_wait(api: Api, pk: int, *, poll: float, transient: bool) -> dict[str, Any]:
+    """Poll a run whose bundle the portal is validating (its upload answered 202) until
+    it is accepted or rejected; return its last JSON."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=transient) as progress:
+        progress.add_task(f"run {pk}: the portal is validating the bundle", total=None)
+        while True:
+            run = api.get(f"/api/runs/{pk}/")
+            if run["state"] != VALIDATING:
+                return run
+            time.sleep(poll)

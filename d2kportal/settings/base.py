@@ -232,6 +232,8 @@ LOGGING = {
 # Agent run bundles (docs/run-format.md). The size a deployment accepts is its own (its
 # proxy's body limit follows it); the zip-bomb guards below hold for every deployment.
 D2K_RUN_BUNDLE_MAX_BYTES = env.int("D2K_RUN_BUNDLE_MAX_BYTES", default=64 * 1024 * 1024)
+# A bigger bundle is stored and validated in the background (202, state `validating`).
+D2K_RUN_SYNC_VALIDATION_BYTES = env.int("D2K_RUN_SYNC_VALIDATION_BYTES", default=2 * 1024 * 1024)
 D2K_RUN_BUNDLE_MAX_FILES = 400
 D2K_RUN_BUNDLE_MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 D2K_RUN_BUNDLE_MAX_RATIO = 100

@@ -39,6 +39,7 @@ from evaluator.services.reaping import (
     evaluation_resend_waiting,
 )
 from evaluator.services.workdirs import stale_work_dirs_remove
+from evaluator.signals import worker_round
 
 logger = logging.getLogger("evaluator.services.worker")
 
@@ -125,6 +126,7 @@ def worker_serve(*, say: Callable[[str], None], gpu: int | None = None, hardware
                 worker_beat(worker=me, hardware=hardware, gpu=found, started_at=started_at)
                 worker_scratch_check(worker=me)
                 evaluation_reap()
+                worker_round.send(sender=None)
             except Exception:  # the next round tries again; the worker keeps working
                 logger.exception("reaper round failed")
             cluster.sentinel.join(timeout=interval)

@@ -29,7 +29,7 @@ from moderation.services import moderation_act
 from runformat import BundleError
 from runs.api.traces import trace_summary_data
 from runs.audit import RedactionUnconfirmed
-from runs.models import Run
+from runs.models import Run, RunState
 from runs.selectors import (
     RunDetail,
     TaskResult,
@@ -40,7 +40,7 @@ from runs.selectors import (
 from runs.services import (
     BundleRejected,
     StorageFull,
-    run_create_from_bundle,
+    run_upload,
     run_visibility_set,
 )
 from scoring.selectors import run_scores_view
@@ -160,6 +160,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "is_example": run.is_example,
         "example_label": detail.example_label,
         "state": detail.state,
+        "errors": run.errors,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
         "pair": detail.pair.pk if detail.pair else None,
@@ -229,6 +230,21 @@ class RunListCreateApi(APIView):
             201: inline_serializer(
                 "RunCreated", {"id": serializers.IntegerField(), "url": serializers.URLField()}
             ),
+            202: OpenApiResponse(
+                inline_serializer(
+                    "RunValidating",
+                    {
+                        "id": serializers.IntegerField(),
+                        "url": serializers.URLField(),
+                        "api_url": serializers.URLField(),
+                        "state": serializers.CharField(),
+                    },
+                ),
+                description="A bundle over D2K_RUN_SYNC_VALIDATION_BYTES: stored, and "
+                "validated in the background. Poll `api_url` until `state` is no longer "
+                "`validating`: then `evaluating` (accepted as after a 201) or `rejected` with "
+                "`errors`, the problems a 400 would have listed.",
+            ),
             400: OpenApiResponse(ERROR_BODY, description="Every problem of the bundle."),
             401: ERRORS[401],
             403: ERRORS[403],
@@ -253,7 +269,7 @@ class RunListCreateApi(APIView):
             return _errors([BundleError(None, None, message)])
         data = upload.read(limit + 1)
         try:
-            run = run_create_from_bundle(
+            run = run_upload(
                 owner=authenticated_user(request.user),
                 data=data,
                 is_public=is_public,
@@ -266,6 +282,10 @@ class RunListCreateApi(APIView):
         except StorageFull as exc:
             return Response({"detail": exc.message}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
         url = request.build_absolute_uri(reverse("runs:detail", args=[run.pk]))
+        if run.state == RunState.VALIDATING:
+            api_url = request.build_absolute_uri(reverse("run-api-detail", args=[run.pk]))
+            body = {"id": run.pk, "url": url, "api_url": api_url, "state": run.state}
+            return Response(body, status=status.HTTP_202_ACCEPTED)
         return Response({"id": run.pk, "url": url}, status=status.HTTP_201_CREATED)
 
 

@@ -53,6 +53,8 @@ def test_a_12_mb_junk_trace_is_bounded_in_memory_storage_and_the_run_api(
     files["traces/row_softmax.jsonl"] = junk_trace(target_bytes=17 * 1024 * 1024)
     upload = make_zip(files)
     assert len(upload) > 12_000_000
+    # Validated within the request (201), where its memory is measured.
+    settings.D2K_RUN_SYNC_VALIDATION_BYTES = len(upload)
 
     tracemalloc.start()
     try:
