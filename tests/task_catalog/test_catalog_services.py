@@ -273,6 +273,20 @@ def test_version_update_takes_an_absolute_l2_floor(catalog):
     assert version.number == 2 and version.tolerances == floored
 
 
+def test_version_update_takes_a_share_of_the_reference_rms_and_refuses_unknown_keys(catalog):
+    load(catalog)
+    widened = {"default": {"atol": 1e-2, "rtol": 1.6e-2, "rel_l2": 8e-3, "atol_rms": 0.15}}
+
+    version = task_version_update(task=Task.objects.get(), tolerances=widened)
+
+    assert version.number == 2 and version.tolerances == widened
+    with pytest.raises(ValidationError, match="optionally abs_l2, atol_rms"):
+        task_version_update(
+            task=Task.objects.get(),
+            tolerances={"default": {"atol": 1e-2, "rtol": 1e-2, "rel_l2": 1e-2, "atol_max": 1}},
+        )
+
+
 def test_version_update_computes_workload_counts_from_formulas(catalog):
     load(catalog)
     task = Task.objects.get()
