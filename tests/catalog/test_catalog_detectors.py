@@ -23,6 +23,8 @@ NAIVE_HAS = {
     ("selective_scan", "time_contiguous_tiles"),
     ("spmm_csr", "register_accumulator"),
     ("topk_rows", "single_hbm_read"),
+    # One launch that reads the input through its strides: a single pass, just an uncoalesced one.
+    ("transpose_2d", "single_pass"),
 }
 
 
