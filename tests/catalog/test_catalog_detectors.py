@@ -23,6 +23,9 @@ NAIVE_HAS = {
     ("selective_scan", "time_contiguous_tiles"),
     ("spmm_csr", "register_accumulator"),
     ("topk_rows", "single_hbm_read"),
+    # It unpacks the nibbles in registers next to its tl.sum product; it just does it
+    # per element and without tensor cores.
+    ("w4a16_gemv", "fused_dequant"),
 }
 
 
