@@ -25,6 +25,9 @@ NAIVE_HAS = {
     ("topk_rows", "single_hbm_read"),
     # One launch that reads the input through its strides: a single pass, just an uncoalesced one.
     ("transpose_2d", "single_pass"),
+    # It unpacks the nibbles in registers next to its tl.sum product; it just does it
+    # per element and without tensor cores.
+    ("w4a16_gemv", "fused_dequant"),
 }
 
 
