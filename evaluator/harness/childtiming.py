@@ -291,29 +291,7 @@ class Timing:
         `batch_end` with the event total: work on hidden streams or threads,
         or a patched timer, makes the two disagree.
         """
-        median = max(sorted(sub_ms)[len(sub_ms) // 2], 1e-3)
-        calls = int(min(max(cfg.batch_ms / median, 5), 200))
-        first = self.inputs(params, self.chan.seed(name, "warm"))
-        # Every call has inputs of its own, and they all live at once: cap the
-        # count by memory (inputs, and about as much again for outputs and for
-        # the harness's copies of them).
-        per_call = 3 * max(bytes_of(first), 1)
-        calls = max(2, min(calls, int(cfg.batch_memory_bytes // per_call)))
-        # One untimed pass first: keeping every output alive makes the caching
-        # allocator call cudaMalloc for each one (hundreds of microseconds for
-        # large outputs), which would swamp a short kernel on the host clock.
-        # The timed pass then reuses those blocks, as the per-call loop does,
-        # on inputs drawn afresh (an in-place task wrote into the first ones).
-        warm = [
-            first,
-            *(self.inputs(params, self.chan.seed(name, "warm")) for _ in range(1, calls)),
-        ]
-        del first
-        outs = [sub(*inputs) for inputs in warm]
-        # The harness's copies of every output live at once too: taken here once,
-        # their blocks are cached for the timed pass's copies.
-        warm_taken = [outputs.take(r) for r in outs]
-        del outs, warm, warm_taken
+        calls = self._batch_warm(name, sub, params, sub_ms, cfg)
         seeds = [self.chan.seed(name, "call") for _ in range(calls)]
         sets = [self.inputs(params, seed) for seed in seeds]
         spans = [outputs.input_spans(inputs) for inputs in sets]
@@ -347,6 +325,35 @@ class Timing:
             fp = fingerprints.fingerprint(made.copies, seed=sample_seed)
             prints.append({"seed": seed, "sample_seed": sample_seed, "fp": fp})
         return prints
+
+    def _batch_warm(self, name, sub, params, sub_ms, cfg: TimingSettings) -> int:
+        """The batch's size, after one untimed pass of that many calls.
+
+        Keeping every output alive makes the caching allocator call cudaMalloc
+        for each one (hundreds of microseconds for large outputs), which would
+        swamp a short kernel on the host clock: the timed pass then reuses the
+        blocks of this one, as the per-call loop does, on inputs drawn afresh
+        (an in-place task wrote into these).
+        """
+        median = max(sorted(sub_ms)[len(sub_ms) // 2], 1e-3)
+        calls = int(min(max(cfg.batch_ms / median, 5), 200))
+        first = self.inputs(params, self.chan.seed(name, "warm"))
+        # Every call has inputs of its own, and they all live at once: cap the
+        # count by memory (inputs, and about as much again for outputs and for
+        # the harness's copies of them).
+        per_call = 3 * max(bytes_of(first), 1)
+        calls = max(2, min(calls, int(cfg.batch_memory_bytes // per_call)))
+        warm = [
+            first,
+            *(self.inputs(params, self.chan.seed(name, "warm")) for _ in range(1, calls)),
+        ]
+        del first
+        outs = [sub(*inputs) for inputs in warm]
+        # The harness's copies of every output live at once too: taken here once,
+        # their blocks are cached for the timed pass's copies.
+        warm_taken = [outputs.take(r) for r in outs]
+        del outs, warm, warm_taken
+        return calls
 
 
 def bytes_of(values) -> int:

@@ -32,24 +32,13 @@ def compare_tensor(
 
     `ref_rms`: the RMS of the whole reference output where `ref` holds a sample of it.
     """
-    if type(out) is not torch.Tensor:
-        return Comparison(False, None, None, f"output is {type(out).__name__}, not a torch.Tensor")
-    if out.shape != ref.shape:
-        return Comparison(False, None, None, f"shape {tuple(out.shape)} != {tuple(ref.shape)}")
-    if out.dtype != ref.dtype:
-        return Comparison(
-            False, None, None, f"dtype {dtype_name(out.dtype)} != {dtype_name(ref.dtype)}"
-        )
-    if out.device.type != ref.device.type:
-        return Comparison(False, None, None, f"device {out.device.type} != {ref.device.type}")
+    unlike = _unlike(out, ref)
+    if unlike:
+        return Comparison(False, None, None, unlike)
     if out.numel() == 0:
         return Comparison(True, 0.0, 0.0)
     if not (ref.is_floating_point() or ref.is_complex()):
-        mismatches = int((out != ref).sum().item())
-        max_abs = float((out.to(torch.int64) - ref.to(torch.int64)).abs().max().item())
-        ok = mismatches == 0
-        message = "" if ok else f"{mismatches} of {ref.numel()} values differ (exact match needed)"
-        return Comparison(ok, max_abs, 0.0 if ok else 1.0, message)
+        return _compare_exact(out, ref)
 
     o, r = out.double(), ref.double()
     o_nan, r_nan = o.isnan(), r.isnan()
@@ -88,6 +77,28 @@ def compare_tensor(
     if rel > rel_bound:
         reasons.append(f"relative L2 error {rel:.3g} above {rel_bound:.3g}")
     return Comparison(not reasons, max_abs, rel, "; ".join(reasons))
+
+
+def _unlike(out: object, ref: torch.Tensor) -> str:
+    """Why `out` cannot be compared with `ref` value by value (empty: it can)."""
+    if type(out) is not torch.Tensor:
+        return f"output is {type(out).__name__}, not a torch.Tensor"
+    if out.shape != ref.shape:
+        return f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    if out.dtype != ref.dtype:
+        return f"dtype {dtype_name(out.dtype)} != {dtype_name(ref.dtype)}"
+    if out.device.type != ref.device.type:
+        return f"device {out.device.type} != {ref.device.type}"
+    return ""
+
+
+def _compare_exact(out: torch.Tensor, ref: torch.Tensor) -> Comparison:
+    """Integers and booleans: every value equal."""
+    mismatches = int((out != ref).sum().item())
+    max_abs = float((out.to(torch.int64) - ref.to(torch.int64)).abs().max().item())
+    ok = mismatches == 0
+    message = "" if ok else f"{mismatches} of {ref.numel()} values differ (exact match needed)"
+    return Comparison(ok, max_abs, 0.0 if ok else 1.0, message)
 
 
 def finite_rms(values: torch.Tensor) -> float:

@@ -191,3 +191,21 @@ def test_a_renamed_flash_attention_expert_scores_what_the_expert_scores():
     for prop in properties:
         assert detect(prop["detector"], renamed) == detect(prop["detector"], task.expert_source)
     assert score(properties, renamed) == score(properties, task.expert_source) == 100.0
+
+
+def test_catalog_regex_patterns_bound_their_repetitions(task):
+    # They run on untrusted source: an unbounded repetition over lines or a name makes
+    # a pattern's time grow with the square of hostile text (bench/detector_hostile.py).
+    def patterns(detector):
+        if isinstance(detector, dict):
+            if detector.get("kind") == "regex":
+                yield detector["pattern"]
+            for value in detector.values():
+                yield from patterns(value)
+        elif isinstance(detector, list):
+            for value in detector:
+                yield from patterns(value)
+
+    found = [p for prop in task.properties for p in patterns(prop.detector)]
+    unbounded = [p for p in found if re.search(r"\\n\)[*+]|\\w\+|\(\?s\)", p)]
+    assert unbounded == []

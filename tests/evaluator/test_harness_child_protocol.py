@@ -223,7 +223,10 @@ def test_hundreds_of_outputs_cost_the_result_pipe_no_more_per_timed_call(tmp_pat
     assert seen.flags == [] and seen.done and run.bad_messages == 0, (seen.flags, log[-3000:])
     results = judge.judge(task, Mode.INTERPRET, plan, seen, tmp_path, {}, source=expert.read_text())
     assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], results
-    assert seen.flags == []  # no compute_op: the ops of every checked and audit call are glue
+    # No compute_op: the ops of every checked and audit call are glue. (The fake device's
+    # events are the host's clock, so a busy machine can make its batch look
+    # inconsistent: timing flags say nothing here.)
+    assert [f for f in seen.flags if f["check"] != "timing_inconsistent"] == []
 
     def per_call(name: str) -> list[int]:
         timing = seen.timings[name]

@@ -770,3 +770,20 @@ PROPS = [
 )
 def test_implementation_score(results, expected):
     assert implementation_score(PROPS, results) == expected
+
+
+def test_regex_detectors_read_bounded_device_code():
+    from taskformat.detectors.primitives.calls import REGEX_LINE_LIMIT, REGEX_TEXT_LIMIT
+
+    spec = {"kind": "regex", "pattern": r"\bzz_marker\b"}
+    kernel = "@triton.jit\ndef _k(x, y, n, BLOCK: tl.constexpr):\n    zz_marker = tl.load(x)\n"
+    assert detect(spec, prog(kernel)) is True
+    # Device code past the limit is not read: no credit, and no time spent on it.
+    padding = "".join(f"    v{i} = tl.load(x + {i})\n" for i in range(REGEX_TEXT_LIMIT // 20))
+    padded = kernel + padding
+    result = assess(spec, prog(padded))
+    assert result.value is False and "over the" in result.rationale
+    # A line past REGEX_LINE_LIMIT is cut before matching: what lies beyond is unseen.
+    long_name = "w" * REGEX_LINE_LIMIT
+    hidden = kernel.replace("zz_marker = tl.load(x)", f"{long_name} = tl.load(x) + zz_marker")
+    assert detect(spec, prog(hidden)) is False

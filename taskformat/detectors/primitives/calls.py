@@ -154,11 +154,25 @@ def device_text(program: Program) -> str:
     return "\n".join(parts)
 
 
+# Regex detectors read at most this much device code: a submission's source is
+# untrusted, and a pattern's cost grows with the text (the catalog's patterns bound
+# every repetition over lines, tests/catalog/test_catalog_detectors.py). Device code
+# past it gets no credit from them, which no kernel gains by.
+REGEX_TEXT_LIMIT = 128 * 1024
+REGEX_LINE_LIMIT = 400
+
+
 def regex(program: Program, spec: dict[str, Any]) -> DetectorResult:
     """A regular expression over reachable device code with comments and string
     literals removed: jit functions (as `ast.unparse` prints them) and CUDA sources;
     `scope = "cuda"` reads only the CUDA sources."""
     text = program.cuda if spec.get("scope") == "cuda" else device_text(program)
+    if len(text) > REGEX_TEXT_LIMIT:
+        note = f"device code of {len(text)} characters, over the {REGEX_TEXT_LIMIT} read"
+        return _result(False, note, note, ())
+    # ast.unparse writes an honest kernel's lines well under this; a longer line is
+    # cut, so no pattern scans one endless line at every position.
+    text = "\n".join(line[:REGEX_LINE_LIMIT] for line in text.split("\n"))
     try:
         found = list(re.finditer(spec["pattern"], text, flags=re.MULTILINE))
     except (re.error, KeyError) as exc:
