@@ -11,6 +11,10 @@ a few at 390 px, writing one PNG per page into `--out`, each reduced to a palett
 256 colours by `pngquant` where it is installed (apt-get install pngquant): a third of
 the size, which keeps docs/ within its budget (tests/docs/test_docs_size.py).
 
+`--board-example RUNS` shoots only the boards (leaderboard, paired view, paper table)
+of RUNS generated example runs (`manage.py leaderboard_example`: several attempts per
+entry, so intervals and tied ranks show), which need no evaluation.
+
 `--dir DIR` keeps the portal's database in DIR: a second run with the same DIR skips
 the set-up and the evaluations and only takes the pictures again.
 """
@@ -61,6 +65,21 @@ PAGES = [
     ("home-390", "/", 390),
     ("trace-390", "/runs/{guided}/traces/row_softmax/", 390),
 ]
+# With --board-example N: the boards of N generated example runs (several attempts per
+# entry: intervals, tied ranks, the paper table), no evaluation needed.
+BOARD_PAGES = [
+    ("leaderboard-intervals", "/leaderboard/", 1280),
+    ("paired-intervals", "/leaderboard/paired/", 1280),
+    ("paper", "/leaderboard/paper/", 1280),
+]
+USER = """
+from django.contrib.auth import get_user_model
+User = get_user_model()
+if not User.objects.filter(username="ada").exists():
+    User.objects.create_user("ada", email="ada@example.org", password="a-long-passphrase-42",
+                             affiliation="Example Lab")
+print("{}")
+"""
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -70,6 +89,12 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="keep the portal's database here")
     parser.add_argument("--workers", type=int, default=2, help="evaluations at once")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds for the evaluations")
+    parser.add_argument(
+        "--board-example",
+        type=int,
+        metavar="RUNS",
+        help="shoot only the boards, of RUNS generated example runs (leaderboard_example)",
+    )
     args = parser.parse_args()
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -81,19 +106,24 @@ def main() -> None:
         portal = Portal(directory, database="sqlite", D2K_Q_WORKERS=str(args.workers))
         try:
             fresh = not (directory / "db.sqlite3").exists()
+            board = args.board_example is not None
             if fresh:
                 started = time.monotonic()
                 portal.manage("migrate", "--noinput")
                 portal.manage("load_catalog")
                 portal.manage("import_baselines", str(ROOT / "docs" / "baselines.json"))
-                print(portal.manage("load_example_runs"))
+                if board:
+                    print(portal.manage("leaderboard_example", "--runs", str(args.board_example)))
+                else:
+                    print(portal.manage("load_example_runs"))
                 print(f"set-up: {time.monotonic() - started:.0f} s")
             portal.start_web()
-            if fresh:
+            if fresh and not board:
                 portal.start_worker()
                 evaluations_wait(portal, timeout=args.timeout)
-            ids = json.loads(portal.manage("shell", "-c", IDS).splitlines()[-1])
-            shoot(portal.base_url, ids, chromium=chromium, out=args.out)
+            ids = json.loads(portal.manage("shell", "-c", USER if board else IDS).splitlines()[-1])
+            pages = BOARD_PAGES if board else PAGES
+            shoot(portal.base_url, ids, chromium=chromium, out=args.out, pages=pages)
         finally:
             portal.close()
 
@@ -112,7 +142,9 @@ def evaluations_wait(portal: Portal, *, timeout: float) -> None:
         time.sleep(15)
 
 
-def shoot(base_url: str, ids: dict[str, int], *, chromium: str, out: Path) -> None:
+def shoot(
+    base_url: str, ids: dict[str, int], *, chromium: str, out: Path, pages: list = PAGES
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -131,7 +163,7 @@ def shoot(base_url: str, ids: dict[str, int], *, chromium: str, out: Path) -> No
             page.fill("input[name=name]", "lab-cluster")
             page.click("form[action$='/profile/tokens/'] button[type=submit]")
             expect(page.locator("#api-token")).to_be_visible()
-        for name, path, width in PAGES:
+        for name, path, width in pages:
             page.set_viewport_size({"width": width, "height": 900 if width > 500 else 844})
             page.goto(base_url + path.format(**ids))
             page.wait_for_load_state("networkidle")
