@@ -9,9 +9,9 @@ the judge refuses the report as `result_channel` (timingchecks.py). Parsing
 never raises: a forged message is evidence, not a crash of the parent.
 
 Sequence markers (`hello`, `ready`, `batch_begin`, `batch_calls`, `batch_taken`, `done`)
-carry nothing the
-judge reads; the child's own checks (`patched`, `threads`, `bad_output`,
-`escaped`, `l2_persistence`) are notices, each read as the flag it raises.
+carry nothing the judge reads; the child's own checks (`patched`, `threads`,
+`bad_output`, `escaped`, `l2_persistence`) are notices, each read as the flag it
+raises.
 """
 
 from __future__ import annotations
