@@ -79,7 +79,7 @@ def test_the_catalog_loads_counter_rules_and_a_worker_verdict_keeps_the_counters
 
     catalog_load(directory=Path(__file__).resolve().parents[2] / "catalog")
     rule = DesignProperty.objects.get(task__slug="gemm_bf16", key="tensor_core_dot").counters
-    assert rule == {"kind": "tensor_share", "min": 0.5}
+    assert rule == {"kind": "tensor_share", "min": 0.02}
     counters = {"dram_bytes": 10, "min_bytes": 8, "tensor_share": None, "tool": "ncu 2025.1"}
     raw = verdict_dict(workloads=[workload_dict("big", role="timed", counters=counters)])
     import json
@@ -97,6 +97,6 @@ def test_a_package_with_a_bad_counter_rule_is_refused(tmp_path):
     source = Path(__file__).resolve().parents[2] / "catalog" / "gemm_bf16"
     shutil.copytree(source, tmp_path / "gemm_bf16")
     toml = tmp_path / "gemm_bf16" / "task.toml"
-    toml.write_text(toml.read_text().replace("min = 0.5", 'min = "half"'))
+    toml.write_text(toml.read_text().replace("min = 0.02", 'min = "half"'))
     with pytest.raises(TaskPackageError, match="tensor_core_dot"):
         load_task(tmp_path / "gemm_bf16")
