@@ -101,11 +101,15 @@ def _compare_exact(out: torch.Tensor, ref: torch.Tensor) -> Comparison:
     return Comparison(ok, max_abs, 0.0 if ok else 1.0, message)
 
 
-def finite_rms(values: torch.Tensor) -> float:
-    """The RMS of a tensor's finite values (0 for none)."""
-    v = values.double()
-    v = v[torch.isfinite(v)]
-    return float(v.pow(2).mean().sqrt().item()) if v.numel() else 0.0
+def finite_rms(*tensors: torch.Tensor) -> float:
+    """The RMS of the finite values of `tensors`, taken together (0 for none)."""
+    squares, count = 0.0, 0
+    for values in tensors:
+        v = values.double()
+        v = v[torch.isfinite(v)]
+        squares += float(v.pow(2).sum().item())
+        count += v.numel()
+    return (squares / count) ** 0.5 if count else 0.0
 
 
 def fingerprint_matches(
@@ -142,19 +146,8 @@ def fingerprint_matches(
             return False
         ref_values = torch.tensor([want[i] for i in picked], dtype=torch.float64)
         tol = task.tolerance_for(dtype_name(dtype))
-        rms = _dtype_rms(expected, dtype) if tol.atol_rms else None
+        same = (e for e in expected if e.dtype == dtype)
+        rms = finite_rms(*same) if tol.atol_rms else None
         if not compare_tensor(values, ref_values, tol, ref_rms=rms).ok:
             return False
     return True
-
-
-def _dtype_rms(expected: tuple, dtype: torch.dtype) -> float:
-    """The RMS of every finite value of the reference's outputs of `dtype`, together."""
-    squares, count = 0.0, 0
-    for output in expected:
-        if output.dtype == dtype:
-            v = output.double()
-            v = v[torch.isfinite(v)]
-            squares += float(v.pow(2).sum().item())
-            count += v.numel()
-    return (squares / count) ** 0.5 if count else 0.0
