@@ -21,7 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from taskformat.detectors.primitives.calls import REGEX_LINE_LIMIT, REGEX_TEXT_LIMIT
+from taskformat.detectors.primitives.calls import (
+    REGEX_LINE_LIMIT,
+    REGEX_TEXT_LIMIT,
+    regex_patterns,
+)
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 
 LINES = {
@@ -31,17 +35,6 @@ LINES = {
     "index_arithmetic": "    q{i} = r % s\n    t = r // s\n",
     "indentation": "{indent}v{i} = tl.load(p)\n",
 }
-
-
-def patterns(detector: object):
-    if isinstance(detector, dict):
-        if detector.get("kind") == "regex":
-            yield detector["pattern"]
-        for value in detector.values():
-            yield from patterns(value)
-    elif isinstance(detector, list):
-        for value in detector:
-            yield from patterns(value)
 
 
 def texts(chars: int) -> dict[str, str]:
@@ -69,7 +62,7 @@ def main() -> None:
         for path in iter_task_dirs(DEFAULT_CATALOG_DIR)
         for task in [load_task(path)]
         for prop in task.properties
-        for pattern in patterns(prop.detector)
+        for pattern in regex_patterns(prop.detector)
     ]
     timings, totals = [], {}
     for name, text in texts(args.chars).items():

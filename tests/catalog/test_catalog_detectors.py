@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from taskformat.detectors import detect, implementation_score
+from taskformat.detectors.primitives.calls import regex_patterns
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,16 +197,6 @@ def test_a_renamed_flash_attention_expert_scores_what_the_expert_scores():
 def test_catalog_regex_patterns_bound_their_repetitions(task):
     # They run on untrusted source: an unbounded repetition over lines or a name makes
     # a pattern's time grow with the square of hostile text (bench/detector_hostile.py).
-    def patterns(detector):
-        if isinstance(detector, dict):
-            if detector.get("kind") == "regex":
-                yield detector["pattern"]
-            for value in detector.values():
-                yield from patterns(value)
-        elif isinstance(detector, list):
-            for value in detector:
-                yield from patterns(value)
-
-    found = [p for prop in task.properties for p in patterns(prop.detector)]
+    found = [p for prop in task.properties for p in regex_patterns(prop.detector)]
     unbounded = [p for p in found if re.search(r"\\n\)[*+]|\\w\+|\(\?s\)", p)]
     assert unbounded == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from taskformat.detectors.dataflow import feeds_store
@@ -160,6 +161,18 @@ def device_text(program: Program) -> str:
 # past it gets no credit from them, which no kernel gains by.
 REGEX_TEXT_LIMIT = 128 * 1024
 REGEX_LINE_LIMIT = 400
+
+
+def regex_patterns(detector: object) -> Iterator[str]:
+    """Every `regex` pattern in a detector, composites (all, any, not) included."""
+    if isinstance(detector, dict):
+        if detector.get("kind") == "regex":
+            yield detector["pattern"]
+        for value in detector.values():
+            yield from regex_patterns(value)
+    elif isinstance(detector, list):
+        for value in detector:
+            yield from regex_patterns(value)
 
 
 def regex(program: Program, spec: dict[str, Any]) -> DetectorResult:
