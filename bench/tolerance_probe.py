@@ -1,6 +1,6 @@
 """How far an honest expert's outputs sit from the reference's on drawn workloads, on the GPU.
 
-    python bench/tolerance_probe.py TASK [--draws 20] [--params '{"dist": "adversarial"}']
+    python bench/tolerance_probe.py TASK [--draws 20] [--params JSON] [--device cuda]
 
 Draws the task's cuda hidden workloads from fresh throwaway secrets (or takes the
 given parameters), runs the expert (`catalog/<task>/expert.py`) and the reference
@@ -24,8 +24,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.harness.compare import compare_tensor  # noqa: E402
-from evaluator.harness.workload import load_module  # noqa: E402
+from evaluator.harness.compare import compare_tensor, finite_rms  # noqa: E402
+from evaluator.harness.workload import (  # noqa: E402
+    as_tuple,
+    load_module,
+    make_inputs,
+    make_model,
+)
 from taskformat.hidden import hidden_draw  # noqa: E402
 from taskformat.package import load_task  # noqa: E402
 
@@ -35,6 +40,7 @@ def main() -> None:
     parser.add_argument("task")
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--params", help="one workload's parameters as JSON (no draws)")
+    parser.add_argument("--device", default="cuda", help="cpu: with TRITON_INTERPRET=1")
     args = parser.parse_args()
     folder = ROOT / "catalog" / args.task
     task = load_task(folder)
@@ -47,25 +53,20 @@ def main() -> None:
         while len(draws) < args.draws:
             drawn = hidden_draw(task.hidden, secret=secrets.token_hex(16), slug=task.slug)
             draws += [w.params for w in drawn if w.name.startswith("hidden_")]
-    device = torch.device("cuda")
+    device = torch.device(args.device)
     for index, params in enumerate(draws[: args.draws]):
-        torch.manual_seed(index)
-        init = ref.get_init_inputs(**params)
-        inputs = [x.to(device) if torch.is_tensor(x) else x for x in ref.get_inputs(**params)]
+        # The inputs and models as the evaluator makes them, each call on fresh copies.
+        inputs = make_inputs(ref, params, index, device)
         with torch.no_grad():
-            want = ref.Model(*init).to(device)(
-                *[x.clone() if torch.is_tensor(x) else x for x in inputs]
-            )
-            got = expert.ModelNew(*init).to(device)(
-                *[x.clone() if torch.is_tensor(x) else x for x in inputs]
-            )
-        want = want if isinstance(want, (tuple, list)) else (want,)
-        got = got if isinstance(got, (tuple, list)) else (got,)
+            model = make_model(ref.Model, ref, params, index, device)
+            want = as_tuple(model(*[x.clone() if torch.is_tensor(x) else x for x in inputs]))
+            model = make_model(expert.ModelNew, ref, params, index, device)
+            got = as_tuple(model(*[x.clone() if torch.is_tensor(x) else x for x in inputs]))
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             tol = task.tolerance_for(str(w.dtype).removeprefix("torch."))
             result = compare_tensor(g.contiguous(), w.contiguous(), tol)
             d = (g.double() - w.double()).abs()
-            rms = float(w.double().pow(2).mean().sqrt())
+            rms = finite_rms(w)
             peak = float(w.double().abs().max())
             worst = float(d.max())
             shown = {k2: v for k2, v in params.items() if k2 != "dist"}
