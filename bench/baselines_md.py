@@ -6,7 +6,9 @@
 The JSON is what `bench/gpu_check.py experts` writes ({task_slug: verdict}).
 Only public timed workloads are written out (hidden workloads are never
 published); a verdict that is not a cuda-mode run naming its GPU is listed
-without numbers. No Django or torch import: this runs anywhere.
+without numbers. A verdict's `properties` (its design properties as the portal
+assessed them) are scored with the portal's own formula. No Django or torch
+import: this runs anywhere.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from leaderboard.catalog_bar import (
     ceilings_from_environment,
     compute_bound,
 )
-from scoring.formulas import geomean
+from scoring.formulas import (
+    BUCKETS,
+    PropertyRow,
+    counts_for_scoring,
+    geomean,
+    implementation_score,
+)
 from task_catalog.baseline_note import baseline_note as docstring_note
 from taskformat.package import load_task, measured_content, measured_content_hash
 
@@ -200,6 +208,88 @@ def traffic_section(measured: dict[str, Any]) -> list[str]:
     return out
 
 
+def property_rows(slug: str) -> list[PropertyRow]:
+    """The task's design properties on disk (key, level, weight, dependencies), as the
+    portal's scores read them from the catalog it loaded."""
+    folder = CATALOG_DIR / slug
+    if not (folder / "task.toml").is_file():
+        return []
+    return [
+        PropertyRow(
+            key=p.key, level=str(p.level.value), weight=p.weight, depends_on=tuple(p.depends_on)
+        )
+        for p in load_task(folder).properties
+    ]
+
+
+def property_values(verdict: dict[str, Any]) -> dict[str, bool | None] | None:
+    """Key → implemented (None: not assessed) from the verdict's `properties`; None when
+    the verdict carries none."""
+    found = verdict.get("properties")
+    if not isinstance(found, list):
+        return None
+    return {
+        str(p["key"]): p.get("implemented")
+        for p in found
+        if isinstance(p, dict) and isinstance(p.get("key"), str)
+    }
+
+
+def implementation_section(measured: dict[str, Any]) -> list[str]:
+    """Each expert's implementation score, by the portal's own formula."""
+    out = [
+        "",
+        "## Implementation score on the H200",
+        "",
+        "The design properties each expert implements, as the portal assessed them from "
+        "what ran (the verdict's `properties`: detectors on the launched kernels' source, "
+        "counter rules on the ncu counters), scored by the portal's "
+        "`scoring.formulas.implementation_score`: 100 × credited weight / total weight. A "
+        "property earns its weight when it and all it depends on are implemented; an "
+        "incorrect kernel earns none.",
+        "",
+        "| Task | L1 | L2 | L3 | Combined | Not implemented |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    pooled = []
+    without = []
+    for slug, verdict in measured.items():
+        values = property_values(verdict)
+        rows = property_rows(slug)
+        if values is None or not rows:
+            without.append(slug)
+            continue
+        # Only a kernel that counts earns credit, as on the portal (scoring.services.scores):
+        # an incorrect one's properties score as a missing kernel's.
+        status = str(verdict.get("status") or "?")
+        credited = values if counts_for_scoring(status=status) else {}
+        pooled.append((rows, credited))
+        score = implementation_score(tasks=[(rows, credited)])
+        missing = [
+            f"`{r.key}`" + ("" if values.get(r.key) is False else " (not assessed)")
+            for r in rows
+            if values.get(r.key) is not True
+        ]
+        if credited is not values:
+            missing.insert(0, f"all ({status}: no credit)")
+        cells = " | ".join(_num(score[b], 0) for b in BUCKETS)
+        out.append(f"| `{slug}` | {cells} | {', '.join(missing) or '—'} |")
+    if pooled:
+        total = implementation_score(tasks=pooled)
+        cells = " | ".join(_num(total[b], 0) for b in BUCKETS)
+        out.append(f"| {len(pooled)} tasks, pooled | {cells} | |")
+    else:
+        out.append("| — | | | | | no verdict carries its properties |")
+    if without:
+        out += [
+            "",
+            "Verdicts here without property assessments: "
+            + ", ".join(f"`{slug}`" for slug in without)
+            + ".",
+        ]
+    return out
+
+
 def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND) -> str:
     """The markdown page for `data` ({task_slug: verdict})."""
     measured = {slug: v for slug, v in data.items() if isinstance(v, dict) and gpu_name(v)}
@@ -297,6 +387,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
             "CPU as well as the GPU."
         ]
     out += traffic_section(measured)
+    out += implementation_section(measured)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]

@@ -400,6 +400,42 @@ def test_markdown_names_the_catalog_tasks_the_file_has_no_verdict_for():
     assert "`gemm_bf16`" in absent and "`row_softmax`" not in absent
 
 
+def test_markdown_scores_each_experts_properties_with_the_portals_formula(monkeypatch):
+    from scoring.formulas import PropertyRow
+
+    rows = [
+        PropertyRow("max_subtraction", "L1", 1.0),
+        PropertyRow("online_normalizer", "L1", 2.0, ("max_subtraction",)),
+        PropertyRow("single_pass", "L2", 3.0),
+        PropertyRow("looped", "L2", 1.0, ("online_normalizer",)),
+        PropertyRow("exp2", "L3", 1.0),
+        PropertyRow("vector_loads", "L3", 1.0),
+    ]
+    monkeypatch.setattr(baselines_md, "property_rows", lambda slug: rows)
+    implemented = {"online_normalizer": False, "vector_loads": None}
+    properties = [
+        {"key": r.key, "level": r.level, "implemented": implemented.get(r.key, True)} for r in rows
+    ]
+    data = md_fixture()
+    data["row_softmax"]["properties"] = properties
+    data["flash_decoding"] = gpu_verdict("flash_decoding")
+    data["flash_decoding"]["status"] = "incorrect"
+    data["flash_decoding"]["properties"] = [{**p, "implemented": True} for p in properties]
+
+    text = baselines_md.render(data, source="docs/baselines.json")
+
+    section = text.split("## Implementation score on the H200")[1].split("\n## ")[0]
+    # L1 1 of 3, L2 3 of 4 (`looped` depends on the missing normalizer), L3 1 of 2,
+    # combined 5 of 9; an incorrect kernel earns nothing, as on the portal.
+    assert (
+        "| `row_softmax` | 33 | 75 | 50 | 56 | `online_normalizer`, "
+        "`vector_loads` (not assessed) |" in section
+    )
+    assert "| `flash_decoding` | 0 | 0 | 0 | 0 | all (incorrect: no credit) |" in section
+    assert "| 2 tasks, pooled | 17 | 38 | 25 | 28 | |" in section
+    assert "without property assessments: `gemm_bf16`." in section
+
+
 # -- the committed GPU file ------------------------------------------------------------
 
 
