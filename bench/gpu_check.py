@@ -10,6 +10,9 @@
                                         [--out DIR]
     python bench/gpu_check.py integrity-table FILE [FILE ...]
 
+`--share` runs every evaluation of the call under one GPU lease (`--gpu-lease`),
+as a worker that runs several evaluations of its GPU at once does.
+
 `integrity` runs every GPU check of the evaluator's integrity in one call:
 every exploit case in cuda mode against its expected verdict (the reference
 slowed through Python and through torch.library, 22 and 23, must be
@@ -58,6 +61,9 @@ sys.path.insert(0, str(ROOT))
 from evaluator.exploits.cases import CASES, HONEST_TWINS, TWIN_SPEEDUP_MARGIN  # noqa: E402
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
 
+# `--share`: every evaluation of this call takes its timed phases in turn on one GPU lease.
+SHARED: list[str] = []
+
 
 def check(
     task: str,
@@ -81,6 +87,7 @@ def check(
             "--timeout",
             str(timeout),
             *(extra or []),
+            *([] if "--gpu-lease" in (extra or []) else SHARED),
             "--json",
             *(f"--timing={setting}" for setting in timing or []),
             str(path),
@@ -387,8 +394,17 @@ def main() -> None:
         default=[],
         help="stability: NAME:K=V,K=V, timing settings of one arm of an A/B (repeatable)",
     )
+    parser.add_argument(
+        "--share",
+        action="store_true",
+        help="every evaluation under one GPU lease, as a worker running several at once",
+    )
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
+    if args.share:
+        import tempfile
+
+        SHARED.extend(["--gpu-lease", tempfile.mkdtemp(prefix="d2k-gpu-lease-")])
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("D2K_HIDDEN_SEED", secrets.token_hex(32))
     if args.what == "collect":

@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         help="cuda mode, correct verdicts: read each timed workload's DRAM bytes and "
         "tensor-core share with Nsight Compute in an untimed pass (default: on)",
     )
+    check.add_argument(
+        "--gpu-lease",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="cuda mode, a GPU shared by several evaluations at once: the GPU's lease "
+        "folder; the timed phases take turns there and have the GPU alone",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ceilings = commands.add_parser("ceilings", help="measure and print this GPU's ceilings")
     ceilings.add_argument("--refresh", action="store_true")
@@ -149,6 +157,7 @@ def _check(args: argparse.Namespace) -> int:
         memory_bytes=memory_bytes,
         timing=overrides,
         read_counters=args.counters,
+        gpu_lease=args.gpu_lease,
     )
     from evaluator.harness.properties import verdict_properties
 

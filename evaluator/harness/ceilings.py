@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ def _cache_dir() -> Path:
 CEILINGS_VERSION = 3
 
 
-def ceilings(*, refresh: bool = False) -> dict[str, Any]:
+def ceilings(
+    *, refresh: bool = False, measure_guard: Callable[[], ContextManager[Any]] = nullcontext
+) -> dict[str, Any]:
     """Measured peak matrix rates (bf16, fp8) and memory bandwidth of this GPU, cached per device.
 
     Measured once per worker (and on `python -m evaluator ceilings --refresh`),
@@ -43,10 +48,11 @@ def ceilings(*, refresh: bool = False) -> dict[str, Any]:
         cached = json.loads(cache.read_text())
         if cached.get("version") == CEILINGS_VERSION:
             return cached
-    copy_tbps, read_tbps = _measure_copy_tbps(), _measure_read_tbps()
-    mm_tflops = _measure_bf16_tflops()
-    fp8_tflops = _measure_fp8_tflops()
-    torch.cuda.empty_cache()
+    with measure_guard():  # on a shared GPU: measured with the GPU alone (gpulease)
+        copy_tbps, read_tbps = _measure_copy_tbps(), _measure_read_tbps()
+        mm_tflops = _measure_bf16_tflops()
+        fp8_tflops = _measure_fp8_tflops()
+        torch.cuda.empty_cache()
     result = {
         "version": CEILINGS_VERSION,
         "device": name,

@@ -13,6 +13,7 @@ import torch
 
 from taskformat.spec import Mode, WorkloadRole, WorkloadSpec
 
+from . import gpulease
 from .verdict import EVALUATOR_VERSION
 
 SMI_FIELDS = (
@@ -150,6 +151,8 @@ class GpuMonitor:
             except OSError as exc:
                 self.error = f"nvidia-smi could not start: {exc}"
                 return self
+            # The parent's own: never frozen while another evaluation is timed (gpulease).
+            gpulease.trusted_pids.add(proc.pid)
             reader = threading.Thread(target=read, args=(proc,), daemon=True)
             reader.start()
             self._procs.append(proc)
@@ -164,6 +167,8 @@ class GpuMonitor:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for proc in self._procs:
+            gpulease.trusted_pids.discard(proc.pid)
         for reader in self._readers:
             reader.join(timeout=5)
         for proc in self._procs:

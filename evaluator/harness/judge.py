@@ -18,6 +18,7 @@ import torch
 
 from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
+from . import gpulease
 from .compare import Comparison, compare_tensor, dtype_name, fingerprint_matches
 from .job import Plan, PlannedWorkload
 from .kernelchecks import judge_glue, judge_kernels, judge_ops, own_kernel_names
@@ -49,11 +50,18 @@ def judge(
     reference = ReferenceOutputs(task, mode)
     by_name = {w.name: w for w in task.workloads}
     own = own_kernel_names(source)
-    return [
-        _judge_workload(task, by_name[entry.name], entry, seen, reference, workdir, env_info, own)
-        for entry in plan.workloads
-        if seen.outputs.get(entry.name)
-    ]
+    outcomes = []
+    for entry in plan.workloads:
+        if not seen.outputs.get(entry.name):
+            continue
+        # On a shared GPU, never beside another evaluation's timed phase (gpulease).
+        with gpulease.current().parent_work():
+            outcomes.append(
+                _judge_workload(
+                    task, by_name[entry.name], entry, seen, reference, workdir, env_info, own
+                )
+            )
+    return outcomes
 
 
 def _judge_workload(

@@ -38,6 +38,7 @@ from . import (
     childlog,
     counters,
     environment,
+    gpulease,
     honesty,
     isolation,
     launch,
@@ -77,21 +78,40 @@ def evaluate(
     timing: dict[str, float] | None = None,
     plan_sink: list[Plan] | None = None,
     read_counters: bool = True,
+    gpu_lease: Path | None = None,
 ) -> Verdict:
     """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued.
 
     `read_counters`: once a cuda-mode verdict is correct, read each timed
     workload's hardware counters in an untimed pass (counters.profile).
+    `gpu_lease`: the lease folder of a GPU that other evaluations share
+    (gpulease): its timed phases then have the GPU to themselves.
     """
     started = time.monotonic()
-    settings = timing_settings(timing)
-    env_info = environment.describe(mode)
     refusal = _refusal(source)
     if refusal is not None:
+        env_info = environment.describe(mode)
         return _verdict(task, mode, *refusal, [], [], env_info, "", started)
+    with gpulease.joined(gpu_lease if mode is Mode.CUDA else None) as lease:
+        verdict = _evaluate(task, source, mode, timeout_s, memory_bytes, keep_workdir, timing,
+                            plan_sink, read_counters, started)  # fmt: skip
+    if lease.summary() is not None:
+        verdict.environment["gpu_lease"] = lease.summary()
+    if lease.problem():
+        message = f"the GPU was not this evaluation's alone while it was timed: {lease.problem()}"
+        return dataclasses.replace(
+            verdict, status=Status.WORKER_ERROR, message=message, flags=(), workloads=()
+        )
+    return verdict
+
+
+def _evaluate(task, source, mode, timeout_s, memory_bytes, keep_workdir, timing, plan_sink,
+              read_counters, started) -> Verdict:  # fmt: skip
+    settings = timing_settings(timing)
+    env_info = environment.describe(mode)
     workloads = task.workloads_for(mode)
     if mode is Mode.CUDA:
-        env_info["ceilings"] = ceilings.ceilings()
+        env_info["ceilings"] = ceilings.ceilings(measure_guard=gpulease.current().exclusive)
         env_info["compute_dtypes"] = environment.compute_dtypes(workloads)
         env_info["timing_settings"] = dataclasses.asdict(settings)
     stages = _Stages(task, source, mode, settings, env_info, timeout_s, memory_bytes)

@@ -69,6 +69,24 @@ def descendants(root_pid: int) -> list[int]:
     return found
 
 
+def descendants_except(root_pid: int, kept: set[int]) -> list[int]:
+    """Every process below `root_pid` but those of `kept` and what they started."""
+    skip = set(kept)
+    for pid in kept:
+        skip.update(descendants(pid))
+    return [pid for pid in descendants(root_pid) if pid not in skip]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def memory_bytes(pids: Sequence[int]) -> int:
     """Proportional set size of the tree: shared pages (a fork's) are not counted twice."""
     total = 0

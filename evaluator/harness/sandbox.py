@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import killguard, proctree
+from . import gpulease, killguard, proctree
 from .childlog import ChildLog
 from .isolation import isolation_level, sandbox_command
 from .resultpipe import Answer, Reader
@@ -79,17 +79,16 @@ def run_child(
     """Run the harness child; `python_args` may name the result fd as `{fd}`.
 
     With `answer`, the child's requests on the result pipe are answered on a second pipe,
-    which `python_args` names as `{reply_fd}`. Its stdout and stderr go to `log` (a ChildLog;
-    the caller may have handed its `mark` to the Dealer), and `ChildRun.log` is their text.
-    With `guard`, the child runs under the killguard filter.
-    """
+    which `python_args` names as `{reply_fd}` (its timed steps under the GPU lease). Its
+    output goes to `log` (a ChildLog; the caller may have handed its `mark` to the Dealer),
+    `ChildRun.log` is its text. With `guard`, the child runs under the killguard filter."""
     proctree.become_subreaper()
     log = log if log is not None else ChildLog()
     read_fd, write_fd = os.pipe()
     child_reply_fd, reply_fd = os.pipe()
     log_read_fd, log_write_fd = os.pipe()
-    args = [a.replace("{fd}", str(write_fd)) for a in python_args]
-    args = [a.replace("{reply_fd}", str(child_reply_fd)) for a in args]
+    fds = {"{fd}": str(write_fd), "{reply_fd}": str(child_reply_fd)}
+    args = [fds.get(a, a) for a in python_args]
     level = isolation_level()
     seccomp = killguard.program() if guard else None
     seccomp_fd = killguard.program_fd(seccomp) if seccomp and level == "bwrap" else None
@@ -97,25 +96,26 @@ def run_child(
         python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu, wrapper=wrapper,
         tmp_bytes=limits.memory_bytes, seccomp_fd=seccomp_fd,
     )  # fmt: skip
-    in_child_seccomp = seccomp if level == "process" else None  # bubblewrap loads it itself
+    in_child_seccomp = seccomp if level == "process" else None  # bubblewrap loads its own
     result = ChildRun(returncode=None, isolation=level, kill_guarded=seccomp is not None)
-    reader = Reader(read_fd, result, answer, reply_fd)
-    oom_kills = proctree.host_oom_kills()
-    started = result.started = time.monotonic()
-    keep = (write_fd, child_reply_fd, *([seccomp_fd] if seccomp_fd is not None else []))
-    proc = _spawn(argv, proc_env, workdir, keep, log_write_fd, limits, in_child_seccomp)
-    for fd in (*keep, log_write_fd):
-        os.close(fd)
-    log.attach(log_read_fd)
-    reader.start()
-    try:
-        watch(proc, result, reader, limits, workdir, started)
-    finally:
-        if proc.poll() is None:
-            proctree.kill_tree(proc)
-            proc.wait()
-        proctree.reap_orphans()
-    reader.join(timeout=10)
+    with (lease := gpulease.current()).child(answer) as answer_in_lease:
+        reader = Reader(read_fd, result, answer_in_lease, reply_fd)
+        oom_kills = proctree.host_oom_kills()
+        started = result.started = time.monotonic()
+        keep = (write_fd, child_reply_fd, *([seccomp_fd] if seccomp_fd is not None else []))
+        proc = _spawn(argv, proc_env, workdir, keep, log_write_fd, limits, in_child_seccomp)
+        for fd in (*keep, log_write_fd):
+            os.close(fd)
+        log.attach(log_read_fd)
+        reader.start()
+        try:
+            watch(proc, result, reader, limits, workdir, started, paused=lease.paused_seconds)
+        finally:
+            if proc.poll() is None:
+                proctree.kill_tree(proc)
+                proc.wait()
+            proctree.reap_orphans()
+        reader.join(timeout=10)
     log.close()
     os.close(reply_fd)
     result.returncode = proc.returncode

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,12 +110,16 @@ def watch(
     limits: Limits,
     workdir: Path,
     started: float,
+    *,
+    paused: Callable[[], float] = lambda: 0.0,
 ) -> None:
-    """Sample the child's tree until it ends, and kill it at the first limit it passes."""
+    """Sample the child's tree until it ends, and kill it at the first limit it passes.
+    `paused`: seconds frozen while another evaluation had the GPU (gpulease), not counted."""
     scratch_checked, full = 0.0, False
+    paused_before = paused()
     scratch_limit = result.scratch_limit_bytes = scratch_bytes_allowed(workdir, limits)
     while proc.poll() is None:
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - started - (paused() - paused_before)
         tree = [proc.pid, *proctree.descendants(proc.pid)]
         result.pids.update(tree)
         # The outer bubblewrap sees the host's filesystem; its descendants see the sandbox's.

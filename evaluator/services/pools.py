@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
@@ -27,6 +28,8 @@ from evaluator.models import WorkerBeat
 logger = logging.getLogger("evaluator.services.pools")
 
 HARDWARE_ENV = "D2K_WORKER_HARDWARE"
+# The lease folder of the GPU a worker is pinned to (gpu_lease_folder).
+LEASE_ENV = "D2K_WORKER_GPU_LEASE"
 
 
 class PoolError(RuntimeError):
@@ -99,12 +102,28 @@ def worker_pool_bind(*, gpu: int | None, hardware: str) -> tuple[str, Gpu | None
             )
         hardware = found.name
         os.environ["CUDA_VISIBLE_DEVICES"] = found.uuid or str(gpu)
+        os.environ[LEASE_ENV] = str(gpu_lease_folder(found))
+        # Evaluations of this GPU at once: they share it through its lease (gpulease).
+        Conf.WORKERS = max(1, settings.D2K_EVALUATIONS_PER_GPU)
     os.environ[HARDWARE_ENV] = hardware
     # The cluster's broker and scheduler follow the cluster name (django-q2's own
     # multi-queue setting): a GPU pool listens on its queue only and leaves the
     # site's schedules to the default cluster.
     Conf.CLUSTER_NAME = pool_queue(hardware)
     return hardware, found
+
+
+def gpu_lease_folder(gpu: Gpu) -> Path:
+    """The lease folder of one GPU of this host: every evaluation timed on it, of any
+    worker of the host, takes its turn there (evaluator.harness.gpulease)."""
+    name = slugify(gpu.uuid or f"gpu-{gpu.index}") or f"gpu-{gpu.index}"
+    return Path(settings.D2K_WORK_DIR) / "gpu-lease" / name
+
+
+def worker_gpu_lease() -> Path | None:
+    """The lease folder of the GPU this worker is pinned to (None: not pinned)."""
+    folder = os.environ.get(LEASE_ENV, "")
+    return Path(folder) if folder else None
 
 
 def worker_beat(*, worker: str, hardware: str, gpu: Gpu | None, started_at: datetime) -> WorkerBeat:

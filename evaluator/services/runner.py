@@ -27,6 +27,7 @@ from django.conf import settings
 from evaluator.harness.proctree import die_with_parent
 from evaluator.harness.verdict import Status, Verdict, verdict_from_dict
 from evaluator.models import Evaluation, WorkloadResult
+from evaluator.services.pools import worker_gpu_lease
 from evaluator.services.workdirs import ScratchUnwritable, work_dir_make, work_dir_remove
 from task_catalog.models import Workload
 from task_catalog.services import task_version_write_package
@@ -58,6 +59,9 @@ def evaluation_command(
 ) -> list[str]:
     # The evaluator reads counters by default; the setting can switch them off.
     counters = [] if settings.D2K_EVALUATION_COUNTERS else ["--no-counters"]
+    # A GPU worker's evaluations take turns on its GPU for their timed phases.
+    lease = worker_gpu_lease()
+    lease_args = ["--gpu-lease", str(lease)] if lease is not None else []
     return [
         settings.D2K_EVALUATOR_PYTHON or sys.executable,
         "-m",
@@ -72,6 +76,7 @@ def evaluation_command(
         "--timeout",
         str(settings.D2K_EVALUATOR_TIMEOUT),
         *counters,
+        *lease_args,
         "--json",
         str(kernel_path),
     ]

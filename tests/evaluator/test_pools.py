@@ -15,12 +15,14 @@ from evaluator.selectors import worker_pools_seen
 from evaluator.services import evaluation_create, evaluation_reap, jobs
 from evaluator.services.pools import (
     HARDWARE_ENV,
+    LEASE_ENV,
     PoolError,
     evaluation_target_hardware,
     gpu_detect,
     pool_queue,
     worker_pool_bind,
 )
+from evaluator.services.runner import evaluation_command
 from tests.factories import EvaluationFactory, RunFactory, SubmissionFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,11 +42,12 @@ def sent(monkeypatch):
 @pytest.fixture
 def pool(monkeypatch):
     """Make this process a worker of the given pool, restored afterwards."""
-    for name in (HARDWARE_ENV, "CUDA_VISIBLE_DEVICES"):
+    for name in (HARDWARE_ENV, LEASE_ENV, "CUDA_VISIBLE_DEVICES"):
         # setenv first, so that the undo removes what worker_pool_bind sets.
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     monkeypatch.setattr(Conf, "CLUSTER_NAME", Conf.CLUSTER_NAME)
+    monkeypatch.setattr(Conf, "WORKERS", Conf.WORKERS)
 
     def serve(hardware):
         monkeypatch.setenv(HARDWARE_ENV, hardware)
@@ -145,6 +148,29 @@ def test_a_gpu_worker_is_pinned_to_its_gpu_and_named_after_it(pool, fake_smi):
     assert os.environ[HARDWARE_ENV] == H200
     # Its cluster listens on the pool's queue and leaves the site's schedules alone.
     assert Conf.CLUSTER_NAME == pool_queue(H200) != Conf.PREFIX
+
+
+def test_a_gpu_worker_runs_its_evaluations_at_once_under_its_gpu_s_lease(
+    pool, fake_smi, settings, tmp_path
+):
+    settings.D2K_EVALUATIONS_PER_GPU, settings.D2K_WORK_DIR = 3, tmp_path
+    worker_pool_bind(gpu=0, hardware="")
+
+    assert Conf.WORKERS == 3
+    # One folder per GPU of the host, which every evaluator it starts is told.
+    assert os.environ[LEASE_ENV] == str(tmp_path / "gpu-lease" / "gpu-1234abcd")
+    evaluation = EvaluationFactory()
+    command = evaluation_command(
+        evaluation=evaluation, catalog_dir=tmp_path, kernel_path=tmp_path / "k.py"
+    )
+    assert command[command.index("--gpu-lease") + 1] == os.environ[LEASE_ENV]
+
+
+def test_an_evaluator_off_a_gpu_worker_takes_no_lease(pool, tmp_path):
+    command = evaluation_command(
+        evaluation=EvaluationFactory(), catalog_dir=tmp_path, kernel_path=tmp_path / "k.py"
+    )
+    assert "--gpu-lease" not in command
 
 
 @pytest.mark.parametrize(

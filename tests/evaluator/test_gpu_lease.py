@@ -1,0 +1,187 @@
+"""The GPU lease: evaluations that share a GPU are never beside another's timed phase.
+
+Each test runs the evaluations as processes of their own, as a worker runs them
+(tests/evaluator/lease_member.py), on this machine's clock: a process that is
+frozen writes no tick.
+"""
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness import gpuidle, gpulease, isolation, sandbox
+from taskformat.package import DEFAULT_CATALOG_DIR
+
+MEMBER = Path(__file__).with_name("lease_member.py")
+
+
+def member(folder: Path, role: str, first: float, second: object, out: Path) -> subprocess.Popen:
+    """Another evaluation. Where this process holds a share too, the other is its child
+    here but not in a worker: it is counted among this process's own (never frozen)."""
+    process = subprocess.Popen(
+        [sys.executable, str(MEMBER), str(folder), role, str(first), str(second), str(out)]
+    )
+    gpulease.trusted_pids.add(process.pid)
+    return process
+
+
+def ticks(path: Path) -> list[float]:
+    return [float(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def wait_for(condition, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_another_evaluation_s_processes_are_frozen_for_a_timed_phase_and_thaw_after(
+    tmp_path: Path,
+):
+    folder, tick_file, out = tmp_path / "lease", tmp_path / "ticks", tmp_path / "share.json"
+    sharer = member(folder, "share", 6, tick_file, out)
+    wait_for(lambda: len(ticks(tick_file)) > 5)
+    with gpulease.joined(folder) as lease, lease.exclusive():
+        started = time.monotonic()
+        time.sleep(1.5)
+        ended = time.monotonic()
+    assert sharer.wait(timeout=120) == 0
+    times = ticks(tick_file)
+    # Not one tick while the phase ran; ticks before it and after it.
+    assert not [t for t in times if started < t < ended]
+    assert any(t < started for t in times) and any(t > ended for t in times)
+    # The frozen time is not the sharer's own (its watchdog does not count it).
+    assert json.loads(out.read_text())["paused_s"] >= 1.4
+    assert lease.report.exclusive_phases == 1 and lease.report.most_others == 1
+
+
+def test_timed_phases_of_several_evaluations_never_overlap(tmp_path: Path):
+    folder = tmp_path / "lease"
+    outs = [tmp_path / f"time{i}.json" for i in range(3)]
+    timers = [member(folder, "time", 0.1 * i, 0.2, out) for i, out in enumerate(outs)]
+    for timer in timers:
+        assert timer.wait(timeout=120) == 0
+    phases = sorted(p for out in outs for p in json.loads(out.read_text())["phases"])
+    assert len(phases) == 9
+    for (_, end), (start, _) in zip(phases, phases[1:], strict=False):
+        assert end <= start
+
+
+def test_the_parent_s_own_gpu_work_waits_for_another_s_timed_phase(tmp_path: Path):
+    folder, out = tmp_path / "lease", tmp_path / "time.json"
+    with gpulease.joined(folder) as lease:
+        timer = member(folder, "time", 0.5, 1.0, out)
+        wait_for(lambda: lease._gate_taken())
+        with lease.parent_work():
+            worked_at = time.monotonic()
+        assert timer.wait(timeout=120) == 0
+    first_start, first_end = json.loads(out.read_text())["phases"][0]
+    assert not first_start < worked_at < first_end
+
+
+def test_a_child_s_timed_steps_hold_the_lease_and_its_other_steps_do_not(tmp_path: Path):
+    steps = iter(["check", "time", "time", "check", "end"])
+    states = []
+    with gpulease.joined(tmp_path / "lease") as lease:
+        with lease.child(
+            lambda request: {"step": next(steps)} if request["what"] == "step" else {"seed": 1}
+        ) as answer:
+            for _ in range(5):
+                answer({"what": "step"})
+                states.append(lease._state)
+            answer({"what": "seed"})  # not a step: the lease stays as it is
+        after = lease._state
+    assert states == ["shared", "exclusive", "exclusive", "shared", "shared"]
+    assert after == "shared"
+
+
+def test_a_child_that_ends_in_its_timed_steps_gives_the_lease_back(tmp_path: Path):
+    with gpulease.joined(tmp_path / "lease") as lease:
+        with lease.child(lambda request: {"step": "time"}) as answer:
+            answer({"what": "step"})
+            assert lease._state == "exclusive"
+        assert lease._state == "shared"
+
+
+def test_without_a_folder_the_lease_does_nothing():
+    with gpulease.joined(None) as lease, lease.exclusive(), lease.parent_work():
+        assert lease.paused_seconds() == 0.0 and lease.summary() is None
+
+
+@pytest.mark.skipif(isolation.unavailable() is not None, reason="no sandbox on this host")
+def test_a_sandboxed_child_is_frozen_past_its_time_limit_without_being_killed(tmp_path: Path):
+    """The sandbox's processes are frozen like any other (bubblewrap's too), and the time
+    they spend frozen is not counted against the child's limit."""
+    folder, out = tmp_path / "lease", tmp_path / "time.json"
+    work = tmp_path / "work"
+    work.mkdir()
+    script = (
+        "import sys, time\n"
+        "end = time.monotonic() + 3\n"
+        "with open('ticks', 'a', buffering=1) as f:\n"
+        "    while time.monotonic() < end:\n"
+        "        f.write(f'{time.monotonic()}\\n'); time.sleep(0.01)\n"
+    )
+    result: list[sandbox.ChildRun] = []
+    with gpulease.joined(folder):
+        runner = threading.Thread(
+            target=lambda: result.append(
+                sandbox.run_child(
+                    python_args=["-c", script],
+                    workdir=work,
+                    task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
+                    env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work)},
+                    limits=sandbox.Limits(timeout_s=6, max_wall_factor=10),
+                    gpu=False,
+                )
+            )
+        )
+        runner.start()
+        wait_for(lambda: len(ticks(work / "ticks")) > 5)
+        # Another evaluation times for 3 x 2.5 s while the child runs.
+        timer = member(folder, "time", 0, 2.5, out)
+        assert timer.wait(timeout=120) == 0
+        runner.join(timeout=120)
+    run = result[0]
+    assert run.killed_for == "", run.log[-2000:]
+    assert run.returncode == 0, run.log[-2000:]
+    times = ticks(work / "ticks")
+    for start, end in json.loads(out.read_text())["phases"]:
+        assert not [t for t in times if start < t < end]
+
+
+class FakeNvml:
+    """The driver's utilisation samples: a history, then what each later read adds."""
+
+    def __init__(self, history, later):
+        self.history, self.later = history, list(later)
+
+    def utilization_samples(self, after_us):
+        if after_us == 0:
+            return list(self.history)
+        fresh = self.later.pop(0) if self.later else []
+        self.history += fresh
+        return [s for s in self.history if s[0] > after_us]
+
+
+def test_the_drain_ends_at_the_first_idle_period_after_the_freeze(monkeypatch):
+    # Samples every 1,000 us; the last one before the wait read 40 %: the GPU is idle
+    # only once a whole period after it reads 0 (a 0 inside a period is not enough).
+    fake = FakeNvml([(1000, 50), (2000, 40)], [[], [(2500, 0)], [(3000, 30)], [(4000, 0)]])
+    monkeypatch.setattr(gpuidle, "_load", lambda: fake)
+    monkeypatch.setattr(gpuidle, "POLL_S", 0)
+    assert gpuidle.wait_idle(since=time.monotonic()) == ""
+    assert fake.later == []
+
+
+def test_a_gpu_that_stays_busy_after_the_freeze_is_reported(monkeypatch):
+    busy = FakeNvml([(1000, 90), (2000, 90)], [[(t, 90)] for t in range(3000, 10**6, 1000)])
+    monkeypatch.setattr(gpuidle, "_load", lambda: busy)
+    problem = gpuidle.wait_idle(since=time.monotonic(), timeout_s=0.2)
+    assert "stayed busy for 0.2 s" in problem
