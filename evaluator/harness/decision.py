@@ -83,6 +83,8 @@ def killed_status(run: sandbox.ChildRun) -> tuple[Status, str] | None:
             f"{run.wall_seconds:.0f} s of wall time ({waited:.0f} s of it waiting for a CPU, "
             "not counted)"
         )
+    if run.killed_for == "gpu_busy":
+        return Status.TIMEOUT, f"killed: {run.gpu_busy}"
     if run.killed_for == "memory":
         used = f"killed for using {run.peak_rss_bytes / 2**30:.1f} GiB of host memory"
         if run.peak_tmpfs_bytes >= 2**20:

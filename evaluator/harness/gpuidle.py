@@ -17,7 +17,9 @@ import shutil
 import subprocess
 import time
 
-# How long a drain may take before the evaluation gives up (our fault: worker_error).
+# How long a drain may take before the processes still busy on the GPU are named (and
+# their evaluations end them), and before the evaluation gives up (our fault: worker_error).
+BUSY_AFTER_S = 5.0
 IDLE_TIMEOUT_S = 30.0
 POLL_S = 0.02
 _GPU_UTILIZATION_SAMPLES = 1
@@ -38,6 +40,17 @@ class _Value(ctypes.Union):
 
 class _Sample(ctypes.Structure):
     _fields_ = [("timeStamp", ctypes.c_ulonglong), ("sampleValue", _Value)]
+
+
+class _ProcessSample(ctypes.Structure):
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("timeStamp", ctypes.c_ulonglong),
+        ("smUtil", ctypes.c_uint),
+        ("memUtil", ctypes.c_uint),
+        ("encUtil", ctypes.c_uint),
+        ("decUtil", ctypes.c_uint),
+    ]
 
 
 class Nvml:
@@ -70,6 +83,21 @@ class Nvml:
         if status != _NVML_SUCCESS:
             raise OSError(f"nvmlDeviceGetSamples failed (status {status})")
         return sorted((s.timeStamp, int(s.sampleValue.ui)) for s in buffer[: count.value])
+
+    def busy_pids(self, window_us: int) -> set[int]:
+        """Processes whose kernels ran in the newest `window_us` of the driver's samples."""
+        count = ctypes.c_uint(_MAX_SAMPLES)
+        buffer = (_ProcessSample * _MAX_SAMPLES)()
+        status = self.lib.nvmlDeviceGetProcessUtilization(
+            self.device, buffer, ctypes.byref(count), ctypes.c_ulonglong(0)
+        )
+        if status == _NVML_ERROR_NOT_FOUND:
+            return set()
+        if status != _NVML_SUCCESS:
+            raise OSError(f"nvmlDeviceGetProcessUtilization failed (status {status})")
+        samples = buffer[: count.value]
+        newest = max((s.timeStamp for s in samples), default=0)
+        return {s.pid for s in samples if s.smUtil > 0 and s.timeStamp >= newest - window_us}
 
 
 _nvml: Nvml | None = None
@@ -118,6 +146,16 @@ def wait_idle(*, since: float, timeout_s: float = IDLE_TIMEOUT_S) -> str:
             return ""
         time.sleep(POLL_S)
     return f"the GPU stayed busy for {timeout_s:g} s after every other evaluation on it was frozen"
+
+
+def busy_pids() -> set[int]:
+    """The processes whose kernels kept the GPU busy over the last few seconds (empty
+    where NVML cannot say)."""
+    nvml = _load()
+    try:
+        return nvml.busy_pids(int(BUSY_AFTER_S * 1e6)) if nvml else set()
+    except OSError:
+        return set()
 
 
 def _period(samples: list[tuple[int, int]]) -> int:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import gpuidle, proctree
+from .freezer import Freezer
 
 Answer = Callable[[dict], dict]
 
@@ -75,6 +75,7 @@ class NoLease:
     """One evaluation on its GPU: nothing to share, nothing to wait for."""
 
     report = LeaseReport()
+    gpu_busy = ""
 
     def summary(self) -> dict[str, Any] | None:
         return None
@@ -139,11 +140,13 @@ class GpuLease:
         self._state = "out"
         self._state_before_acquiring = "out"
         self._parent_busy = 0
-        self._frozen: set[int] = set()
+        self._freezer = Freezer()
         self._pauses = 0
         self._paused_since = 0.0
         self._paused_total = 0.0
         self._yielded_at = 0.0
+        # Why this evaluation's child is to be ended: its kernels ran on while it was frozen.
+        self.gpu_busy = ""
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, daemon=True, name="gpu-lease")
 
@@ -161,7 +164,7 @@ class GpuLease:
             self._stop.set()
             self._watcher.join(timeout=5)
             with self._cond:
-                self._thaw()
+                self._freezer.thaw()
                 self._state = "out"
             self._member.unlink(missing_ok=True)
             for fd in (self._gpu, self._gate, self._gate_look):
@@ -216,7 +219,7 @@ class GpuLease:
             drained, others = time.monotonic(), self.others()
             self.report.most_others = max(self.report.most_others, others)
             if others:
-                problem = gpuidle.wait_idle(since=drained)
+                problem = self._drain(drained)
                 if problem and not self.report.drain_failed:
                     self.report.drain_failed = problem
             now = time.monotonic()
@@ -232,6 +235,22 @@ class GpuLease:
                 self._state = "shared"
                 self._cond.notify_all()
             fcntl.flock(self._gate, fcntl.LOCK_UN)
+
+    def _drain(self, since: float) -> str:
+        """Wait for the frozen evaluations' queued work. Kernels still running after
+        BUSY_AFTER_S (one that never ends) are named in the folder by their processes,
+        whose own evaluations end them (`gpu_busy`); then the wait goes on."""
+        if not gpuidle.wait_idle(since=since, timeout_s=gpuidle.BUSY_AFTER_S):
+            return ""
+        mine = {os.getpid(), *proctree.descendants_except(os.getpid(), trusted_pids)}
+        named = [self.folder / f"busy-{pid}" for pid in gpuidle.busy_pids() - mine]
+        for path in named:
+            path.write_text(f"{gpuidle.BUSY_AFTER_S:g}")
+        try:
+            return gpuidle.wait_idle(since=since, timeout_s=gpuidle.IDLE_TIMEOUT_S)
+        finally:
+            for path in named:
+                path.unlink(missing_ok=True)
 
     # --- shared: the parent's own GPU work ------------------------------------------
 
@@ -286,12 +305,14 @@ class GpuLease:
         while not self._stop.wait(POLL_S):
             with self._cond:
                 if self._state == "shared" and self._parent_busy == 0 and self._gate_taken():
-                    self._freeze()
+                    self._freezer.freeze(trusted_pids)
                     fcntl.flock(self._gpu, fcntl.LOCK_UN)
                     self._state = "yielded"
                     self._yielded_at = time.monotonic()
                     self._pause()
-                elif self._state == "yielded" and not self._gate_taken():
+                elif self._state == "yielded" and not self.gpu_busy:
+                    self.gpu_busy = self._freezer.named_busy(self.folder)
+                if self._state == "yielded" and not self._gate_taken():
                     try:
                         fcntl.flock(self._gpu, fcntl.LOCK_SH | fcntl.LOCK_NB)
                     except BlockingIOError:
@@ -300,7 +321,7 @@ class GpuLease:
 
     def _unyield(self) -> None:
         """Back from "yielded": thawed, the clock running again (the condition held)."""
-        self._thaw()
+        self._freezer.thaw()
         self._state = "shared"
         self.report.frozen_s += time.monotonic() - self._yielded_at
         self._resume()
@@ -314,40 +335,17 @@ class GpuLease:
         fcntl.flock(self._gate_look, fcntl.LOCK_UN)
         return False
 
-    def _freeze(self) -> None:
-        """SIGSTOP every process below this one but its monitors, until none is left running."""
-        for _ in range(20):
-            # Orphans of the children land here too (a subreaper); the monitors stay.
-            below = proctree.descendants_except(os.getpid(), trusted_pids)
-            fresh = [pid for pid in below if pid not in self._frozen]
-            if not fresh:
-                break
-            for pid in fresh:
-                try:
-                    os.kill(pid, signal.SIGSTOP)
-                except ProcessLookupError:
-                    pass
-                except PermissionError as exc:
-                    self.report.freeze_failed = f"process {pid} could not be stopped: {exc}"
-                self._frozen.add(pid)
-        if self._frozen:
-            self.report.frozen_times += 1
-
-    def _thaw(self) -> None:
-        for pid in self._frozen:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGCONT)
-        self._frozen.clear()
-
     def summary(self) -> dict[str, Any]:
         """The report, for the verdict's environment (`gpu_lease`)."""
+        self.report.frozen_times = self._freezer.times
+        self.report.freeze_failed = self._freezer.failed
         data = asdict(self.report)
         data = {k: round(v, 3) if isinstance(v, float) else v for k, v in data.items()}
         return {**data, "drain_method": gpuidle.method()}
 
     def problem(self) -> str:
         """Why this evaluation's timing cannot be trusted to have had the GPU alone, if so."""
-        return self.report.drain_failed or self.report.freeze_failed
+        return self.report.drain_failed or self._freezer.failed
 
 
 class _TimedPhase:

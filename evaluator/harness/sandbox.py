@@ -109,7 +109,7 @@ def run_child(
         log.attach(log_read_fd)
         reader.start()
         try:
-            watch(proc, result, reader, limits, workdir, started, paused=lease.paused_seconds)
+            watch(proc, result, reader, limits, workdir, started, lease=lease)
         finally:
             if proc.poll() is None:
                 proctree.kill_tree(proc)

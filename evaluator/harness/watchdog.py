@@ -14,11 +14,10 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import proctree
+from . import gpulease, proctree
 from .resultpipe import Reader
 
 # How often the watchdog adds up the scratch folder, and how many entries it
@@ -30,7 +29,7 @@ MAX_SCRATCH_ENTRIES = 200_000
 @dataclass
 class ChildRun:
     returncode: int | None
-    # "", "timeout", "memory", "scratch", "processes", "result_channel"
+    # "", "timeout", "memory", "scratch", "processes", "result_channel", "gpu_busy"
     killed_for: str = ""
     # The process's start and run time on the monotonic clock its messages are stamped with.
     started: float = 0.0
@@ -58,6 +57,8 @@ class ChildRun:
     kill_guarded: bool = False
     # The host's out-of-memory killer ended a process while the child ran.
     host_oom_kills: int = 0
+    # Killed for "gpu_busy": why (gpulease).
+    gpu_busy: str = ""
 
     @property
     def signal(self) -> int | None:
@@ -111,15 +112,15 @@ def watch(
     workdir: Path,
     started: float,
     *,
-    paused: Callable[[], float] = lambda: 0.0,
+    lease: gpulease.NoLease | gpulease.GpuLease | None = None,
 ) -> None:
     """Sample the child's tree until it ends, and kill it at the first limit it passes.
-    `paused`: seconds frozen while another evaluation had the GPU (gpulease), not counted."""
+    `lease`: the seconds frozen for another's timed phase are not counted (gpulease)."""
     scratch_checked, full = 0.0, False
-    paused_before = paused()
+    paused_before = (lease := lease or gpulease.NoLease()).paused_seconds()
     scratch_limit = result.scratch_limit_bytes = scratch_bytes_allowed(workdir, limits)
     while proc.poll() is None:
-        elapsed = time.monotonic() - started - (paused() - paused_before)
+        elapsed = time.monotonic() - started - (lease.paused_seconds() - paused_before)
         tree = [proc.pid, *proctree.descendants(proc.pid)]
         result.pids.update(tree)
         # The outer bubblewrap sees the host's filesystem; its descendants see the sandbox's.
@@ -141,6 +142,8 @@ def watch(
             result.cpu_wait_seconds = max(result.cpu_wait_seconds, min(waited, elapsed))
         if reader.flooded.is_set():
             result.killed_for = "result_channel"
+        elif lease.gpu_busy:
+            result.killed_for, result.gpu_busy = "gpu_busy", lease.gpu_busy
         elif elapsed - result.cpu_wait_seconds > limits.timeout_s:
             result.killed_for = "timeout"
         elif elapsed > limits.timeout_s * limits.max_wall_factor:

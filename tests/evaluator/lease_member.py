@@ -1,4 +1,4 @@
-"""One evaluation's side of a GPU lease, as a process of its own, for tests/evaluator/test_gpu_lease.py.
+"""One evaluation's side of a GPU lease, a process of its own (tests/evaluator/test_gpu_lease.py).
 
 python lease_member.py FOLDER share SECONDS TICKS OUT   hold a share for SECONDS with a child
                                                      process that writes a tick to TICKS every
@@ -30,10 +30,12 @@ def main() -> None:
     with gpulease.joined(Path(folder)) as lease:
         if role == "share":
             ticker = subprocess.Popen([sys.executable, "-c", TICKER, second])
+            Path(f"{out}.pid").write_text(str(ticker.pid))
             time.sleep(float(first))
             ticker.kill()
             ticker.wait()
-            Path(out).write_text(json.dumps({"paused_s": lease.paused_seconds()}))
+            report = {"paused_s": lease.paused_seconds(), "gpu_busy": lease.gpu_busy}
+            Path(out).write_text(json.dumps(report))
             return
         time.sleep(float(first))
         phases = []

@@ -5,6 +5,7 @@ Each test runs the evaluations as processes of their own, as a worker runs them
 frozen writes no tick.
 """
 
+import itertools
 import json
 import subprocess
 import sys
@@ -69,7 +70,7 @@ def test_timed_phases_of_several_evaluations_never_overlap(tmp_path: Path):
         assert timer.wait(timeout=120) == 0
     phases = sorted(p for out in outs for p in json.loads(out.read_text())["phases"])
     assert len(phases) == 9
-    for (_, end), (start, _) in zip(phases, phases[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(phases):
         assert end <= start
 
 
@@ -185,3 +186,60 @@ def test_a_gpu_that_stays_busy_after_the_freeze_is_reported(monkeypatch):
     monkeypatch.setattr(gpuidle, "_load", lambda: busy)
     problem = gpuidle.wait_idle(since=time.monotonic(), timeout_s=0.2)
     assert "stayed busy for 0.2 s" in problem
+
+
+def test_a_process_whose_kernels_run_on_while_frozen_is_named_and_its_evaluation_told(
+    monkeypatch, tmp_path: Path
+):
+    """A kernel that never ends keeps the GPU busy though its process is frozen: the
+    evaluation that waits names the process, and the process's own evaluation ends it."""
+    folder, tick_file, out = tmp_path / "lease", tmp_path / "ticks", tmp_path / "share.json"
+    sharer = member(folder, "share", 4, tick_file, out)
+    wait_for(lambda: len(ticks(tick_file)) > 5 and Path(f"{out}.pid").exists())
+    busy_pid = int(Path(f"{out}.pid").read_text())
+    waits = iter(["busy", ""])
+    seen_named = []
+
+    def wait_idle(*, since, timeout_s):
+        answer = next(waits)
+        if not answer:  # the second wait: the named file is there while it lasts
+            seen_named.extend(p.name for p in folder.glob("busy-*"))
+            time.sleep(0.5)
+        return answer
+
+    monkeypatch.setattr(gpuidle, "wait_idle", wait_idle)
+    monkeypatch.setattr(gpuidle, "busy_pids", lambda: {busy_pid})
+    with gpulease.joined(folder) as lease, lease.exclusive():
+        pass
+    assert sharer.wait(timeout=120) == 0
+    assert seen_named == [f"busy-{busy_pid}"] and not list(folder.glob("busy-*"))
+    assert f"its process {busy_pid} kept the GPU busy" in json.loads(out.read_text())["gpu_busy"]
+    assert lease.report.drain_failed == ""
+
+
+@pytest.mark.skipif(isolation.unavailable() is not None, reason="no sandbox on this host")
+def test_a_child_named_busy_on_the_gpu_is_killed_and_its_verdict_says_why(tmp_path: Path):
+    from evaluator.harness.decision import killed_status
+    from evaluator.harness.verdict import Status
+
+    result: list[sandbox.ChildRun] = []
+    with gpulease.joined(tmp_path / "lease") as lease:
+        runner = threading.Thread(
+            target=lambda: result.append(
+                sandbox.run_child(
+                    python_args=["-c", "import time; time.sleep(60)"],
+                    workdir=tmp_path,
+                    task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
+                    env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
+                    limits=sandbox.Limits(timeout_s=120),
+                    gpu=False,
+                )
+            )
+        )
+        runner.start()
+        time.sleep(1)
+        lease.gpu_busy = "its process 1 kept the GPU busy"
+        runner.join(timeout=60)
+    run = result[0]
+    assert run.killed_for == "gpu_busy" and run.wall_seconds < 30
+    assert killed_status(run) == (Status.TIMEOUT, "killed: its process 1 kept the GPU busy")
