@@ -179,6 +179,9 @@ class WorkerBeat(models.Model):
     # delay doubles on each failure that follows a back-off closely (evaluator.services.backoff).
     backoff_s = models.FloatField(default=0)
     backoff_until = models.DateTimeField(null=True, blank=True)
+    slots = models.PositiveSmallIntegerField(
+        default=1, help_text="How many evaluations the worker runs at once."
+    )
 
     class Meta:
         ordering = ["hardware", "-seen_at"]

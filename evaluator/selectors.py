@@ -7,6 +7,7 @@ message and log) and their messages are withheld.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,10 +21,12 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     Max,
+    Min,
     OuterRef,
     Prefetch,
     Q,
     Subquery,
+    Sum,
 )
 from django.utils import timezone
 
@@ -427,3 +430,138 @@ def baselines_pending(*, task: Task | None = None) -> list[BaselinePending]:
         for (slug, number, gpu), done in sorted(measured.items())
         if not done
     ]
+
+
+# --- a pool's pace, and what waits ahead in its queue ----------------------------
+
+PACE_SAMPLE = 50  # the pool's last verdicts its pace is measured on …
+PACE_WINDOW = timedelta(hours=24)  # … within this long
+
+
+@dataclass(frozen=True)
+class PoolPace:
+    """How fast a pool gets through its queue, as measured on its recent verdicts.
+
+    `per_evaluation_s` is one evaluation's median wall time (claim to verdict);
+    `interval_s` the seconds between two of the pool's verdicts while it is busy, the
+    figure an estimate multiplies (None, with `basis` saying why, when there is none)."""
+
+    hardware: str
+    slots: int
+    per_evaluation_s: float | None
+    interval_s: float | None
+    basis: str
+
+
+def pool_pace(*, hardware: str, now: datetime | None = None) -> PoolPace:
+    """The pool's pace (two queries): `slots` is what its live workers run at once; the
+    interval is its throughput (verdicts over the span they came in) when the sample is a
+    busy stretch (verdicts no further apart than one evaluation lasts), else the median
+    wall time shared among the slots."""
+    now = now or timezone.now()
+    slots = (
+        WorkerBeat.objects.filter(hardware=hardware, seen_at__gte=_live_since(now)).aggregate(
+            n=Sum("slots")
+        )["n"]
+        or 0
+    )
+    sample: list[tuple[datetime, datetime]] = [
+        (start, end)
+        for start, end in Evaluation.objects.filter(
+            target_hardware=hardware,
+            status__in=sorted(FINISHED_STATUSES),
+            started_at__isnull=False,
+            finished_at__gte=now - PACE_WINDOW,
+        )
+        .order_by("-finished_at")
+        .values_list("started_at", "finished_at")[:PACE_SAMPLE]
+        if start is not None and end is not None
+    ]
+    walls = [max(0.0, (end - start).total_seconds()) for start, end in sample]
+    if not slots:
+        return PoolPace(hardware, 0, None, None, "no live worker for this pool")
+    if not walls:
+        return PoolPace(hardware, slots, None, None, "no measured evaluation yet")
+    median = statistics.median(walls)
+    span = (sample[0][1] - sample[-1][1]).total_seconds()
+    if len(sample) >= 2 and span > 0 and span / (len(sample) - 1) <= median:
+        interval = span / (len(sample) - 1)
+        basis = f"throughput of the pool's last {len(sample)} verdicts"
+    else:
+        interval = median / slots
+        basis = f"median time of the pool's last {len(sample)} evaluations over {slots} at once"
+    return PoolPace(hardware, slots, round(median, 1), interval, basis)
+
+
+def _earlier_than(created_at: datetime, pk: int) -> Q:
+    return Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk)
+
+
+def pool_ahead(*, hardware: str, owner_id: int, marks: list[tuple[datetime, int]]) -> list[int]:
+    """For each of `owner_id`'s queued evaluations named by (created_at, pk) in `marks`:
+    how many of the pool's evaluations go before it (two queries). That is every one
+    running, and the queued ones the fair queue claims first (evaluation_claim_next):
+    round-robin across owners, so each other owner has one claimed per turn of this
+    owner's, and in its last turn those served less recently before it."""
+    rows: list[dict[str, Any]] = [
+        dict(row)
+        for row in Evaluation.objects.filter(
+            target_hardware=hardware,
+            status__in=[EvaluationStatus.QUEUED, EvaluationStatus.RUNNING],
+        )
+        .values("submission__owner_id")
+        .annotate(
+            running=Count("pk", filter=Q(status=EvaluationStatus.RUNNING)),
+            waiting=Count("pk", filter=Q(status=EvaluationStatus.QUEUED)),
+            oldest=Min("created_at", filter=Q(status=EvaluationStatus.QUEUED)),
+            **{
+                f"before_{i}": Count(
+                    "pk", filter=Q(status=EvaluationStatus.QUEUED) & _earlier_than(*mark)
+                )
+                for i, mark in enumerate(marks)
+            },
+        )
+        .order_by()
+    ]
+    running = sum(r["running"] for r in rows)
+    queued = [r for r in rows if r["waiting"]]
+    served = dict(
+        Evaluation.objects.filter(
+            submission__owner_id__in=[r["submission__owner_id"] for r in queued],
+            started_at__isnull=False,
+        )
+        .values("submission__owner_id")
+        .annotate(last=Max("started_at"))
+        .values_list("submission__owner_id", "last")
+        .order_by()
+    )
+
+    def turn(row: dict[str, Any]) -> tuple[bool, datetime | None, datetime | None]:
+        last = served.get(row["submission__owner_id"])
+        return (last is not None, last, row["oldest"])  # never served first, then the oldest
+
+    mine = next((r for r in queued if r["submission__owner_id"] == owner_id), None)
+    if mine is None:
+        return [running] * len(marks)
+    others = [(r["waiting"], turn(r) < turn(mine)) for r in queued if r is not mine]
+    return [
+        running + fair_claims_before(own_before=mine[f"before_{i}"], others=others)
+        for i in range(len(marks))
+    ]
+
+
+def fair_claims_before(*, own_before: int, others: Iterable[tuple[int, bool]]) -> int:
+    """How many queued evaluations a round-robin queue claims before an owner's one that
+    has `own_before` of the owner's own ahead of it, given every other owner's (queued
+    count, whether it goes before this owner in a turn)."""
+    return own_before + sum(min(waiting, own_before + int(first)) for waiting, first in others)
+
+
+def pace_eta_s(*, pace: PoolPace, ahead: int) -> int | None:
+    """Seconds until the verdict of an evaluation with `ahead` of the pool's before it:
+    it starts once all but `slots - 1` of those have finished, then takes one
+    evaluation's time. None when the pool has no measured pace."""
+    if pace.interval_s is None or pace.per_evaluation_s is None or not pace.slots:
+        return None
+    starts_in = max(0, ahead - pace.slots + 1) * pace.interval_s
+    return max(0, round(starts_in + pace.per_evaluation_s))

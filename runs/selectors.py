@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import IO, Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.files.storage import default_storage
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
+from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from accounts.models import User
-from evaluator.models import FINISHED_STATUSES, Evaluation
-from evaluator.selectors import evaluation_latest_states
+from evaluator.models import FINISHED_STATUSES, Evaluation, EvaluationStatus
+from evaluator.selectors import evaluation_latest_states, pace_eta_s, pool_ahead, pool_pace
 from runs.models import UNACCEPTED_STATES, Proposal, Run, RunState, Trace
 from runs.scanners import problems_redacted, redact_text
 from runs.traces import KNOWN_TYPES, MALFORMED, TraceEvent, page_of_line, trace_page_read
@@ -171,6 +173,83 @@ class TaskRow:
 
 
 @dataclass(frozen=True)
+class RunProgress:
+    """Where an unfinished run's evaluations stand, its place in its pool's queue and
+    the time to its last verdict, with how that estimate was made."""
+
+    total: int
+    finished: int
+    running: int
+    waiting: int  # queued, or not queued yet
+    hardware: str  # the pool (blank: the default pool)
+    queue_position: int | None  # the pool's evaluations ahead; None: none of it waits
+    eta_seconds: int | None  # None: no estimate, `basis` says why
+    per_evaluation_s: float | None
+    slots: int
+    basis: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "finished": self.finished,
+            "running": self.running,
+            "waiting": self.waiting,
+            "hardware": self.hardware,
+            "queue_position": self.queue_position,
+            "eta_seconds": self.eta_seconds,
+            "per_evaluation_s": self.per_evaluation_s,
+            "slots": self.slots,
+            "basis": self.basis,
+        }
+
+
+def run_progress(*, run: Run, now: datetime | None = None) -> RunProgress:
+    """The run's progress (six queries at most): its kernels' latest evaluations counted,
+    the evaluations of its pool ahead of its first waiting one (0 while one of its own
+    runs), and the seconds to its last verdict at the pool's measured pace."""
+    now = now or timezone.now()
+    total = Submission.objects.filter(run=run).count()
+    newest = Evaluation.objects.filter(submission=OuterRef("submission")).order_by(
+        "-created_at", "-pk"
+    )
+    latest = list(
+        Evaluation.objects.filter(submission__run=run, pk=Subquery(newest.values("pk")[:1]))
+        .only("pk", "status", "target_hardware", "created_at", "started_at")
+        .order_by("created_at", "pk")
+    )
+    finished = sum(e.status in FINISHED_STATUSES for e in latest)
+    running = [e for e in latest if e.status == EvaluationStatus.RUNNING]
+    queued = [e for e in latest if e.status == EvaluationStatus.QUEUED]
+    # The pool of its first waiting evaluation (all of a run's go to one pool).
+    pool_of = queued or running or latest
+    hardware = pool_of[0].target_hardware if pool_of else run.hardware
+    pace = pool_pace(hardware=hardware, now=now)
+    position = None
+    eta = pace_eta_s(pace=pace, ahead=0) if running or queued else 0
+    if queued:
+        marks = [(queued[0].created_at, queued[0].pk), (queued[-1].created_at, queued[-1].pk)]
+        ahead_first, ahead_last = pool_ahead(hardware=hardware, owner_id=run.owner_id, marks=marks)
+        position = 0 if running else ahead_first
+        eta = pace_eta_s(pace=pace, ahead=ahead_last)
+    elif running and eta is not None:
+        # The last verdict is that of the evaluation that started last.
+        started = max(e.started_at or now for e in running)
+        eta = max(0, eta - int((now - started).total_seconds()))
+    return RunProgress(
+        total=total,
+        finished=finished,
+        running=len(running),
+        waiting=max(0, total - finished - len(running)),
+        hardware=hardware,
+        queue_position=position,
+        eta_seconds=eta,
+        per_evaluation_s=pace.per_evaluation_s,
+        slots=pace.slots,
+        basis=pace.basis,
+    )
+
+
+@dataclass(frozen=True)
 class RunDetail:
     run: Run
     state: str
@@ -178,6 +257,7 @@ class RunDetail:
     pair_state: str | None
     rows: list[TaskRow]
     example_label: str | None
+    progress: RunProgress | None = None  # while the run is evaluating
 
     @property
     def correct(self) -> int:
@@ -286,6 +366,7 @@ def run_detail(*, run: Run, user: User | AnonymousUser) -> RunDetail:
         pair_state=pair_state,
         rows=rows,
         example_label=EXAMPLE_LABEL if run.is_example else None,
+        progress=run_progress(run=run) if state == RunState.EVALUATING else None,
     )
 
 

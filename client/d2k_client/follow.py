@@ -1,5 +1,6 @@
 """Following a run live: poll `GET /api/runs/<id>/` until every kernel's evaluation has
-finished, with a progress bar of finished/total and a tally per status."""
+finished, with a progress bar of finished/total, a tally per status, and the run's place in
+its pool's queue with the time to its last verdict (the API's `progress`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from rich.progress import (
 )
 
 from .api import Api
-from .display import err_console, plain
+from .display import err_console, plain, say
 
 # The portal's queue states (docs/evaluator.md): every other status is a verdict. The run
 # API also says `is_finished` per task; a portal without it is read by these.
@@ -72,6 +73,48 @@ def run_tally(run: dict[str, Any]) -> RunTally:
     return RunTally(statuses={status: counts[status] for status in order}, pending=pending)
 
 
+def _duration(seconds: float) -> str:
+    minutes = round(max(0.0, seconds) / 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 90:
+        return f"about {minutes} min"
+    return f"about {minutes // 60} h {minutes % 60} min"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def progress_line(run: dict[str, Any]) -> str:
+    """The run's place in its pool's queue and the time to its last verdict, in words
+    (`8 ahead in the NVIDIA H200 queue · about 9 min to the last verdict (measured: …)`);
+    "" when the portal sends no `progress` (a finished run, an older portal)."""
+    progress = run.get("progress")
+    if not isinstance(progress, dict):
+        return ""
+    pool = str(progress.get("hardware") or "default")
+    position, running = _number(progress.get("queue_position")), progress.get("running")
+    parts = []
+    if position is None:
+        if running:
+            parts.append(f"the last {running} running on the {pool} pool")
+    elif position == 0:
+        parts.append(f"being evaluated on the {pool} pool ({running} running)")
+    else:
+        parts.append(f"{position:.0f} ahead in the {pool} queue")
+    eta, each = _number(progress.get("eta_seconds")), _number(progress.get("per_evaluation_s"))
+    if eta is None:
+        parts.append(f"no estimate yet: {progress.get('basis', '')}")
+    else:
+        measured = f"{each:.0f} s per evaluation, " if each is not None else ""
+        parts.append(
+            f"{_duration(eta)} to the last verdict "
+            f"(measured: {measured}{progress.get('slots')} at once)"
+        )
+    return " · ".join(parts)
+
+
 class FollowTimedOut(Exception):
     """The run was still evaluating when the time given ran out; `run` is the last look."""
 
@@ -92,20 +135,28 @@ def run_follow(
         MofNCompleteColumn(),
         TextColumn("{task.fields[tally]}", markup=False),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[queue]}", markup=False),
     )
     deadline = None if timeout is None else time.monotonic() + timeout
+    said = ""
     with Progress(*columns, console=err_console, transient=transient) as progress:
-        bar = progress.add_task("", total=None, run=pk, tally="asking the portal…")
+        bar = progress.add_task("", total=None, run=pk, tally="asking the portal…", queue="")
         while True:
             run = api.get(f"/api/runs/{pk}/")
             tally = run_tally(run)
+            queue = plain(progress_line(run)).plain
             progress.update(
                 bar,
                 description=plain(run["state"]).plain,
                 completed=tally.finished,
                 total=tally.total,
                 tally=plain(tally.line()).plain,
+                queue=queue,
             )
+            if queue and queue != said and not err_console.is_terminal:
+                # No live display off a terminal: a plain line each time the estimate moves.
+                say(f"run {pk}: {tally.finished}/{tally.total} finished · {queue}")
+                said = queue
             if run["state"] in (COMPLETE, REJECTED):
                 return run
             left = None if deadline is None else deadline - time.monotonic()

@@ -135,6 +135,8 @@ def worker_beat(*, worker: str, hardware: str, gpu: Gpu | None, started_at: date
             "queue": pool_queue(hardware),
             "started_at": started_at,
             "seen_at": timezone.now(),
+            # The cluster's worker processes: each runs one evaluation at a time.
+            "slots": max(1, int(Conf.WORKERS or 1)),
         },
     )
     return beat

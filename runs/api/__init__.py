@@ -166,6 +166,7 @@ def run_detail_data(detail: RunDetail, request: HttpRequest) -> dict[str, Any]:
         "pair": detail.pair.pk if detail.pair else None,
         "pair_state": detail.pair_state,
         "correct": detail.correct,
+        "progress": detail.progress.as_dict() if detail.progress else None,
         "scores": run_scores_view(run=run, pair=detail.pair).as_dict(),
         "tasks": [
             {
@@ -303,7 +304,14 @@ class RunDetailApi(APIView):
             "docs/scores.md), and per task `verdict` (the moderators' cell verdict with its "
             "quote and reason, null before any), `result` and `pair_result` (status, speedup, "
             "submission, proposal HTML, and the trace summary with its links: `url` the "
-            "trace page, `api_url` its events, `raw_api_url` the uploaded file).",
+            "trace page, `api_url` its events, `raw_api_url` the uploaded file). While the "
+            "run is `evaluating`, `progress` says where its evaluations stand (null "
+            "otherwise): `total`, `finished`, `running`, `waiting`; `hardware` (the pool); "
+            "`queue_position` (the pool's evaluations ahead of its first waiting one, 0 "
+            "while one of its own runs, null when none waits); `eta_seconds` to its last "
+            "verdict and how it was estimated: `per_evaluation_s` (median time of one "
+            "evaluation), `slots` (evaluations the pool's live workers run at once) and "
+            "`basis` (null `eta_seconds`: why there is no estimate).",
         )
     )
     def get(self, request: Request, pk: int) -> Response:

@@ -51,6 +51,28 @@ def speedup(value: float | None) -> str:
 
 
 @register.filter
+def duration_words(seconds: float | None) -> str:
+    """An estimate in words: `under a minute`, `about 9 min`, `about 2 h 5 min`."""
+    if seconds is None:
+        return "—"
+    minutes = round(max(0.0, float(seconds)) / 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 90:
+        return f"about {minutes} min"
+    return f"about {minutes // 60} h {minutes % 60} min"
+
+
+@register.filter
+def seconds_short(seconds: float | None) -> str:
+    """A measured time: `23 s` under two minutes, else `4 min`."""
+    if seconds is None:
+        return "—"
+    value = max(0.0, float(seconds))
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.0f} min"
+
+
+@register.filter
 def get_item(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key, "")
 

@@ -73,6 +73,19 @@ def _run(model):
         "state": "complete",
         "example_label": None,
         "tasks": [{"task": "row_softmax", "result": result, "pair_result": None}],
+        # The pool's name is the GPU's as its workers report it; `d2k run --wait` shows it.
+        "progress": {
+            "total": 1,
+            "finished": 1,
+            "running": 0,
+            "waiting": 0,
+            "hardware": model,
+            "queue_position": 3,
+            "eta_seconds": None,
+            "per_evaluation_s": None,
+            "slots": 0,
+            "basis": model,
+        },
     }
 
 

@@ -102,6 +102,48 @@ def test_submit_run_wait_follows_until_every_evaluation_has_finished(d2k, fake_r
     assert "2/2" in result.stderr and "correct 2" in result.stderr
 
 
+def _progress(position, eta, *, running=0):
+    return {
+        "total": 2, "finished": 0, "running": running, "waiting": 2 - running,
+        "hardware": "NVIDIA H200", "queue_position": position, "eta_seconds": eta,
+        "per_evaluation_s": 23.4, "slots": 3,
+        "basis": "no live worker for this pool" if eta is None else "throughput of 50 verdicts",
+    }  # fmt: skip
+
+
+def test_wait_shows_the_queue_position_and_the_time_to_the_last_verdict(d2k, fake_runs, bundle):
+    waiting = [
+        {**_run("evaluating", "queued", "queued"), "progress": _progress(8, None)},
+        {**_run("evaluating", "queued", "queued"), "progress": _progress(8, 540)},
+        {**_run("evaluating", "queued", "queued"), "progress": _progress(8, 540)},
+        {**_run("evaluating", "running", "queued"), "progress": _progress(0, 100, running=1)},
+    ]
+    api = fake_runs(*waiting, {**_run("complete", "correct", "correct"), "progress": None})
+    result = d2k("--server", api.url, "submit-run", str(bundle), "--wait", "--poll-interval", "0.1")
+    assert result.exit_code == 0, result.output
+    # Off a terminal, one plain line each time the estimate moves.
+    assert result.stderr.count("run 7: ") == 3, result.stderr
+    assert (
+        "run 7: 0/2 finished · 8 ahead in the NVIDIA H200 queue · no estimate yet: no live "
+        "worker for this pool\n"
+    ) in result.stderr
+    assert (
+        "run 7: 0/2 finished · 8 ahead in the NVIDIA H200 queue · about 9 min to the last "
+        "verdict (measured: 23 s per evaluation, 3 at once)\n"
+    ) in result.stderr
+    assert (
+        "run 7: 0/2 finished · being evaluated on the NVIDIA H200 pool (1 running) · about 2 "
+        "min to the last verdict"
+    ) in result.stderr
+
+
+def test_a_portal_without_progress_is_followed_as_before(d2k, fake_runs, bundle):
+    api = fake_runs(_run("evaluating", "queued"), _run("complete", "correct"))
+    result = d2k("--server", api.url, "submit-run", str(bundle), "--wait", "--poll-interval", "0.1")
+    assert result.exit_code == 0, result.output
+    assert "run 7: " not in result.stderr and "to the last verdict" not in result.stderr
+
+
 def test_the_tally_counts_each_status_verdicts_first(d2k, fake_runs, bundle):
     api = fake_runs(
         _run("evaluating", "queued", "running", "correct", "timeout"),
