@@ -9,10 +9,11 @@ The first call on an empty DIR builds a portal there on the embedded default
 task's expert kernel into one bundle (`kernels/<task>.py`, a manifest without
 guidance levels) and uploads it through `POST /api/runs/` to the portal's own
 web server. Then it runs one `manage.py evaluation_worker` per GPU of
-`--gpus` (pinned to it) in cuda mode, counters on, as a deployment does, and
-prints a line for each evaluation that finishes: its time, the time of each
-of its parts (the child, the judge, the clean reference, the counters pass;
-the child's stages after them), the GPU (UUID) it ran on.
+`--gpus` (pinned to it) in cuda mode, counters on, as a deployment does
+(`--evaluations-per-gpu` at once on each GPU, under its lease), and prints
+a line for each evaluation that finishes: its time, the time of each of its
+parts (the child, the judge, the clean reference, the counters pass; the
+child's stages after them), the GPU (UUID) it ran on.
 
 A device call has a time limit, so a call ends at `--deadline-s`. With
 `--keep-workers` the workers run on (each runs in a session of its own) and
@@ -281,6 +282,12 @@ def main() -> None:
         help="interpret: a dry run of the whole flow on a machine without a GPU (no pinning)",
     )
     parser.add_argument("--tasks", help="comma-separated task slugs (default: every task)")
+    parser.add_argument(
+        "--evaluations-per-gpu",
+        type=int,
+        default=4,
+        help="evaluations each worker runs at once on its GPU (D2K_EVALUATIONS_PER_GPU)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     directory: Path = args.dir.resolve()
@@ -290,6 +297,7 @@ def main() -> None:
     portal = Portal(
         directory,
         database="sqlite",
+        D2K_EVALUATIONS_PER_GPU=str(args.evaluations_per_gpu),
         D2K_EVALUATOR_MODE=args.mode,
         D2K_HARDWARE_POOLS=args.hardware,
         D2K_DEFAULT_HARDWARE=args.hardware,
