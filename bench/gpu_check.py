@@ -10,8 +10,9 @@
                                         [--out DIR]
     python bench/gpu_check.py integrity-table FILE [FILE ...]
 
-`--share` runs every evaluation of the call under one GPU lease (`--gpu-lease`),
-as a worker that runs several evaluations of its GPU at once does.
+Every evaluation of a call runs under one GPU lease (`--gpu-lease`), as a worker
+that runs several evaluations of its GPU at once does: `--jobs` evaluations at
+once never share a timed phase. `--no-share` runs them without it.
 
 `integrity` runs every GPU check of the evaluator's integrity in one call:
 every exploit case in cuda mode against its expected verdict (the reference
@@ -396,8 +397,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--share",
-        action="store_true",
-        help="every evaluation under one GPU lease, as a worker running several at once",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="every evaluation under one GPU lease, as a worker running several at once, so "
+        "that `--jobs` evaluations at once never share a timed phase (default: on)",
     )
     parser.add_argument("--out", type=Path, default=Path("gpu-results"))
     args = parser.parse_args()
