@@ -175,7 +175,7 @@ class GpuLease:
         count = 0
         for path in self.folder.glob("member-*"):
             pid = int(path.name.removeprefix("member-") or 0)
-            if pid and pid != os.getpid() and proctree.alive(pid):
+            if pid and pid != os.getpid() and proctree.pid_alive(pid):
                 count += 1
         return count
 

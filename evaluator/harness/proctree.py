@@ -77,14 +77,20 @@ def descendants_except(root_pid: int, kept: set[int]) -> list[int]:
     return [pid for pid in descendants(root_pid) if pid not in skip]
 
 
-def alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs (a zombie, killed but not yet
+    reaped by its new parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def memory_bytes(pids: Sequence[int]) -> int:

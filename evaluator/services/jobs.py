@@ -78,22 +78,6 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` of this host still runs (a zombie, killed but not yet
-    reaped by its new parent, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _lease() -> timedelta:
     return timedelta(seconds=settings.D2K_EVALUATION_LEASE_S)
 

@@ -21,9 +21,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.brokers import get_broker
 
+from evaluator.harness.proctree import pid_alive
 from evaluator.models import Evaluation, EvaluationStatus
 from evaluator.services.evaluations import evaluation_fail_for_infrastructure
-from evaluator.services.jobs import db_retry, evaluation_enqueue, evaluation_requeue, pid_alive
+from evaluator.services.jobs import db_retry, evaluation_enqueue, evaluation_requeue
 from evaluator.services.pools import pool_queue
 from evaluator.services.workdirs import work_dir_remove, work_dirs_of
 

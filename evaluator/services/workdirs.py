@@ -21,8 +21,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from evaluator.harness.proctree import pid_alive
 from evaluator.models import WorkerState
-from evaluator.services.jobs import pid_alive
 
 # The errors of a disk or a quota that is full; any other OSError while writing the
 # scratch folder makes it `scratch_unwritable`.

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from evaluator import tasks
+from evaluator.harness import proctree
 from evaluator.models import Evaluation, EvaluationStatus, Review
 from evaluator.services import (
     evaluation_create,
@@ -355,7 +356,7 @@ def test_an_evaluator_killed_by_the_safety_timeout_leaves_no_scratch_folder_or_p
     assert "safety timeout" in evaluation.message
     assert list(settings.D2K_WORK_DIR.iterdir()) == []
     child = int(pid_file.read_text())
-    assert not jobs.pid_alive(child), "the child left in the folder was killed"
+    assert not proctree.pid_alive(child), "the child left in the folder was killed"
 
 
 @pytest.mark.parametrize(("mode", "workloads"), [("interpret", 2), ("cuda", 1), ("auto", 3)])
