@@ -87,7 +87,7 @@ class NoLease:
         return 0.0
 
     @contextlib.contextmanager
-    def exclusive(self, why: str = "") -> Iterator[None]:
+    def exclusive(self) -> Iterator[None]:
         yield
 
     @contextlib.contextmanager
@@ -138,7 +138,6 @@ class GpuLease:
         self._cond = threading.Condition()
         # "shared", "yielded" (frozen, share given up), "acquiring", "exclusive"
         self._state = "out"
-        self._state_before_acquiring = "out"
         self._parent_busy = 0
         self._freezer = Freezer()
         self._pauses = 0
@@ -201,7 +200,7 @@ class GpuLease:
     # --- exclusive: a timed phase -------------------------------------------------
 
     @contextlib.contextmanager
-    def exclusive(self, why: str = "") -> Iterator[None]:
+    def exclusive(self) -> Iterator[None]:
         """The GPU to this evaluation alone, other evaluations frozen and their work drained."""
         with self._cond:
             self._pause()
@@ -209,10 +208,10 @@ class GpuLease:
         fcntl.flock(self._gate, fcntl.LOCK_EX)
         with self._cond:
             # The watcher leaves the locks alone from here.
-            self._state_before_acquiring, self._state = self._state, "acquiring"
+            before, self._state = self._state, "acquiring"
         fcntl.flock(self._gpu, fcntl.LOCK_EX)
         with self._cond:
-            if self._state_before_acquiring == "yielded":
+            if before == "yielded":
                 self._unyield()  # its own children, frozen while another evaluation was timed
             self._state = "exclusive"
         try:

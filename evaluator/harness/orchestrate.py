@@ -95,8 +95,8 @@ def evaluate(
     with gpulease.joined(gpu_lease if mode is Mode.CUDA else None) as lease:
         verdict = _evaluate(task, source, mode, timeout_s, memory_bytes, keep_workdir, timing,
                             plan_sink, read_counters, started)  # fmt: skip
-    if lease.summary() is not None:
-        verdict.environment["gpu_lease"] = lease.summary()
+    if (summary := lease.summary()) is not None:
+        verdict.environment["gpu_lease"] = summary
     if lease.problem():
         message = f"the GPU was not this evaluation's alone while it was timed: {lease.problem()}"
         return dataclasses.replace(
@@ -105,8 +105,19 @@ def evaluate(
     return verdict
 
 
-def _evaluate(task, source, mode, timeout_s, memory_bytes, keep_workdir, timing, plan_sink,
-              read_counters, started) -> Verdict:  # fmt: skip
+def _evaluate(
+    task: TaskSpec,
+    source: str,
+    mode: Mode,
+    timeout_s: float,
+    memory_bytes: int | None,
+    keep_workdir: bool,
+    timing: dict[str, float] | None,
+    plan_sink: list[Plan] | None,
+    read_counters: bool,
+    started: float,
+) -> Verdict:
+    """`evaluate`'s stages, inside the evaluation's share of the GPU lease."""
     settings = timing_settings(timing)
     env_info = environment.describe(mode)
     workloads = task.workloads_for(mode)
