@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import secrets
 import sys
@@ -64,15 +63,11 @@ def speedups(v: dict) -> dict[str, float]:
     return {w["name"]: w["speedup"] for w in v.get("workloads", []) if w.get("speedup")}
 
 
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
-
-
 def compare(label: str, alone: dict, full: dict) -> dict:
     a, f = speedups(alone), speedups(full)
     common = sorted(set(a) & set(f))
     diffs = [abs(f[n] / a[n] - 1) for n in common]
-    ga, gf = geomean([a[n] for n in common]), geomean([f[n] for n in common])
+    ga, gf = gpu_check.geomean([a[n] for n in common]), gpu_check.geomean([f[n] for n in common])
     row = {
         "kernel": label,
         "alone": alone["status"],
