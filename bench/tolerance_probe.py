@@ -1,14 +1,15 @@
 """How far an honest expert's outputs sit from the reference's on drawn workloads, on the GPU.
 
     python bench/tolerance_probe.py TASK [--draws 20] [--params JSON] [--device cuda]
+    TRITON_INTERPRET=1 python bench/tolerance_probe.py TASK --device cpu [--failures-only]
 
-Draws the task's cuda hidden workloads from fresh throwaway secrets (or takes the
-given parameters), runs the expert (`catalog/<task>/expert.py`) and the reference
-on the same inputs and prints, per output: the evaluator's comparison under the
-task's tolerance, the largest absolute error, and that error over the reference
-output's RMS and over its largest value. What the task's tolerance must allow
-for honest arithmetic (Hopper's fp8 accumulation, another summation order) is
-read from these figures.
+Draws the task's hidden workloads of the device's mode (cuda, or interpret on the
+CPU) from fresh throwaway secrets (or takes the given parameters), runs the expert
+(`catalog/<task>/expert.py`) and the reference on the same inputs and prints, per
+output: the evaluator's comparison under the task's tolerance, the largest absolute
+error, and that error over the reference output's RMS and over its largest value.
+What the task's tolerance must allow for honest arithmetic (Hopper's fp8
+accumulation, another summation order) is read from these figures.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--params", help="one workload's parameters as JSON (no draws)")
     parser.add_argument("--device", default="cuda", help="cpu: with TRITON_INTERPRET=1")
+    parser.add_argument(
+        "--failures-only", action="store_true", help="print only the outputs that fail"
+    )
     args = parser.parse_args()
     folder = ROOT / "catalog" / args.task
     task = load_task(folder)
@@ -52,7 +56,8 @@ def main() -> None:
         draws = []
         while len(draws) < args.draws:
             drawn = hidden_draw(task.hidden, secret=secrets.token_hex(16), slug=task.slug)
-            draws += [w.params for w in drawn if w.name.startswith("hidden_")]
+            prefix = "hidden_" if args.device == "cuda" else "check_hidden_"
+            draws += [w.params for w in drawn if w.name.startswith(prefix)]
     device = torch.device(args.device)
     for index, params in enumerate(draws[: args.draws]):
         # The inputs and models as the evaluator makes them, each call on fresh copies.
@@ -67,8 +72,10 @@ def main() -> None:
             result = compare_tensor(g.contiguous(), w.contiguous(), tol)
             d = (g.double() - w.double()).abs()
             rms = finite_rms(w)
-            peak = float(w.double().abs().max())
-            worst = float(d.max())
+            peak = float(w.double().abs().max()) if w.numel() else 0.0
+            worst = float(d.max()) if d.numel() else 0.0
+            if args.failures_only and result.ok:
+                continue
             shown = {k2: v for k2, v in params.items() if k2 != "dist"}
             print(
                 f"{args.task} {index:>2} out{k} {shown} {params.get('dist', '')}: "
