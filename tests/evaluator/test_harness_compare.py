@@ -90,7 +90,9 @@ def test_an_absolute_floor_passes_cancellation_error_and_nothing_constant(tolera
     assert compare_tensor(out, ref, tolerance).ok is ok
 
 
-def test_no_task_but_fused_adamw_sets_a_floor():
+def test_only_tasks_with_measured_cancellation_set_a_floor():
+    # A floor lets an output's error be absolute where honest arithmetic cancels it
+    # to near zero: fused_adamw's tiny updates, layernorm_bwd's dx on 1-2 columns.
     from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs, load_task
 
     floors = {
@@ -99,7 +101,7 @@ def test_no_task_but_fused_adamw_sets_a_floor():
         for dtype, tolerance in load_task(folder).tolerances.items()
         if tolerance.abs_l2
     }
-    assert floors == {"fused_adamw": "default"}
+    assert floors == {"fused_adamw": "default", "layernorm_bwd": "bfloat16"}
 
 
 def test_integer_outputs_must_match_exactly():
