@@ -135,6 +135,7 @@ def campaign_upload(portal: Portal, *, tasks: list[str] | None, hardware: str) -
             {
                 "side": side,
                 "run": answer["id"],
+                "url": answer["url"],
                 "kernels": len(slugs),
                 "bundle_bytes": len(data),
                 "posted_at": posted,

@@ -90,11 +90,17 @@ def test_a_paired_campaign_is_uploaded_evaluated_and_summarised_from_the_portals
     assert "keep running for the next call" in first
     assert "4 of 4 evaluations finished" in second
 
-    # Both runs came in through POST /api/runs/, one after the other.
-    requests = (directory / "web.log").read_text()
-    assert requests.count('"POST /api/runs/ HTTP/1.1" 201') == 2
-    assert [u["run"] for u in state["uploads"]] == [without, with_guidance]
-    assert state["uploads"][0]["answered_at"] <= state["uploads"][1]["posted_at"]
+    # Both runs came in through POST /api/runs/, one after the other: each is what an
+    # answer of the API named (the web server's own log may lose its last line when the
+    # server is stopped right after the answer).
+    uploads = state["uploads"]
+    assert [(u["side"], u["run"]) for u in uploads] == [
+        ("without", without),
+        ("with", with_guidance),
+    ]
+    for upload in uploads:
+        assert upload["url"].endswith(f"/runs/{upload['run']}/")
+    assert uploads[0]["answered_at"] <= uploads[1]["posted_at"]
 
     db = sqlite3.connect(directory / "db.sqlite3")
     runs = {
@@ -104,6 +110,10 @@ def test_a_paired_campaign_is_uploaded_evaluated_and_summarised_from_the_portals
         )
     }
     assert sorted(runs) == sorted([without, with_guidance])
+    owners = db.execute(
+        "SELECT DISTINCT u.username FROM runs_run r JOIN auth_user u ON r.owner_id = u.id"
+    ).fetchall()
+    assert owners == [("lab-bot",)], "the owner of the token the uploads sent"
     # Twins: one without guidance, one with L1-L3, of one model and agent, each the
     # other's pair.
     assert runs[without][1:3] == (with_guidance, "none")
