@@ -51,6 +51,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +77,8 @@ import json
 from evaluator.models import Evaluation
 rows = Evaluation.objects.select_related("submission__task").order_by("pk")
 print(json.dumps([
-    {"pk": e.pk, "task": e.submission.task.slug, "status": e.status, "attempts": e.attempts,
+    {"pk": e.pk, "task": e.submission.task.slug, "run": e.submission.run_id,
+     "status": e.status, "attempts": e.attempts, "created": e.created_at.isoformat(),
      "started": e.started_at.isoformat() if e.started_at else None,
      "finished": e.finished_at.isoformat() if e.finished_at else None,
      "seconds": (e.finished_at - e.started_at).total_seconds()
@@ -125,18 +127,26 @@ print(json.dumps(out))
 """
 
 
-def bundle_bytes(tasks: list[str] | None = None) -> tuple[bytes, list[str]]:
-    """The bundle: the manifest and every catalog task's expert (or `tasks`') as its kernel,
-    zipped as `d2k pack-run` zips a run folder."""
+def expert_path(slug: str) -> Path:
+    return ROOT / "catalog" / slug / "expert.py"
+
+
+def bundle_bytes(
+    tasks: list[str] | None = None,
+    *,
+    manifest: dict | None = None,
+    kernel: Callable[[str], Path] = expert_path,
+) -> tuple[bytes, list[str]]:
+    """The bundle: the manifest (MANIFEST unless given) and every catalog task's kernel
+    (or `tasks`'), by default its expert, zipped as `d2k pack-run` zips a run folder."""
     slugs = sorted(p.parent.name for p in (ROOT / "catalog").glob("*/task.toml"))
     slugs = [slug for slug in slugs if not tasks or slug in tasks]
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder)
         (run / "kernels").mkdir()
-        (run / "manifest.json").write_text(json.dumps(MANIFEST, indent=1))
+        (run / "manifest.json").write_text(json.dumps(manifest or MANIFEST, indent=1))
         for slug in slugs:
-            expert = (ROOT / "catalog" / slug / "expert.py").read_text()
-            (run / "kernels" / f"{slug}.py").write_text(expert)
+            (run / "kernels" / f"{slug}.py").write_text(kernel(slug).read_text())
         return bundle_pack(run), slugs
 
 
@@ -260,13 +270,13 @@ def summary(rows: list[dict], state: dict) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a call that evaluates uploaded runs with GPU workers."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("dir", type=Path)
     parser.add_argument("--deadline-s", type=float, default=520.0)
     parser.add_argument("--gpus", default="0", help="comma-separated GPU indices, a worker each")
     parser.add_argument("--hardware", default="NVIDIA H200")
-    parser.add_argument("--export", type=Path, help="write the finished verdicts to this file")
     parser.add_argument(
         "--keep-workers",
         action="store_true",
@@ -288,13 +298,12 @@ def main() -> None:
         default=4,
         help="evaluations each worker runs at once on its GPU (D2K_EVALUATIONS_PER_GPU)",
     )
-    args = parser.parse_args()
-    started = time.monotonic()
-    directory: Path = args.dir.resolve()
-    directory.mkdir(parents=True, exist_ok=True)
-    state_path = directory / "state.json"
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    portal = Portal(
+    return parser
+
+
+def portal_for(directory: Path, args: argparse.Namespace) -> Portal:
+    """The portal in DIR on SQLite, its workers in `args.mode` on `args.hardware`."""
+    return Portal(
         directory,
         database="sqlite",
         D2K_EVALUATIONS_PER_GPU=str(args.evaluations_per_gpu),
@@ -302,6 +311,97 @@ def main() -> None:
         D2K_HARDWARE_POOLS=args.hardware,
         D2K_DEFAULT_HARDWARE=args.hardware,
     )
+
+
+def workers_running(
+    portal: Portal, state: dict, args: argparse.Namespace, save: Callable[[], None]
+) -> list[int]:
+    """The last call's workers where they still run, else new ones (a new segment)."""
+    workers = [pid for pid in state.get("workers", []) if worker_alive(pid, portal.directory)]
+    if workers:
+        print(f"watching the running worker(s) {workers}", flush=True)
+        return workers
+    if state.get("workers"):
+        print("the workers of the last call are gone: starting new ones", flush=True)
+    gpus = [int(g) for g in args.gpus.split(",")] if args.mode == "cuda" else [None]
+    procs = [
+        portal._start(
+            f"worker-{gpu if gpu is not None else 'cpu'}",
+            "evaluation_worker",
+            *(["--gpu", str(gpu)] if gpu is not None else []),
+            "--hardware",
+            args.hardware,
+        )
+        for gpu in gpus
+    ]
+    workers = [proc.pid for proc in procs]
+    now = time.time()
+    state["workers"] = workers
+    state["segments"].append({"start": now, "end": now})
+    save()
+    return workers
+
+
+def evaluations_watch(
+    portal: Portal,
+    state: dict,
+    workers: list[int],
+    *,
+    until: float,
+    save: Callable[[], None],
+) -> list[dict]:
+    """Print each evaluation as it finishes until all have (or `until`, a monotonic
+    time, passes); returns the rows of the last look."""
+    seen: set[int] = set()
+    rows: list[dict] = []
+    while True:
+        rows = json.loads(portal.manage("shell", "-c", PROGRESS).splitlines()[-1])
+        report(rows, seen)
+        state["segments"][-1]["end"] = time.time()
+        save()
+        done = all(row["finished"] for row in rows)
+        if done or time.monotonic() > until:
+            return rows
+        dead = [pid for pid in workers if not worker_alive(pid, portal.directory)]
+        if dead:
+            print(portal.log("worker-0")[-3000:])
+            raise SystemExit(f"worker(s) {dead} stopped")
+        time.sleep(5)
+
+
+def workers_release(portal: Portal, state: dict, *, keep: bool, workers: list[int]) -> None:
+    """At the end of a call: leave the workers running (`keep`), or stop them and every
+    process of the portal."""
+    if keep:
+        print(f"the worker(s) {workers} keep running for the next call", flush=True)
+        return
+    directory = portal.directory
+    kept = [pid for pid in state.get("workers", []) if worker_alive(pid, directory)]
+    for pid in kept:
+        # The main process only, as a service manager stops a worker.
+        os.kill(pid, signal.SIGTERM)
+    grace = time.monotonic() + 30
+    while any(worker_alive(pid, directory) for pid in kept) and time.monotonic() < grace:
+        time.sleep(1)
+    portal.close()
+    deadline = time.monotonic() + 60
+    while portal.leftovers() and time.monotonic() < deadline:
+        time.sleep(1)
+    left = sorted(portal.leftovers())
+    if left:
+        raise SystemExit(f"processes of the worker outlived it: {left}")
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--export", type=Path, help="write the finished verdicts to this file")
+    args = parser.parse_args()
+    started = time.monotonic()
+    directory: Path = args.dir.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    state_path = directory / "state.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    portal = portal_for(directory, args)
     if args.export:
         verdicts = json.loads(portal.manage("shell", "-c", EXPORT).splitlines()[-1])
         for slug, verdict in verdicts.items():
@@ -315,6 +415,7 @@ def main() -> None:
         state_path.write_text(json.dumps(state, indent=1))
 
     keep = False
+    workers: list[int] = []
     try:
         if not state.get("run"):
             portal.setup()
@@ -335,45 +436,10 @@ def main() -> None:
             )
             portal.close()
             portal.processes.clear()
-        workers = [pid for pid in state.get("workers", []) if worker_alive(pid, directory)]
-        if workers:
-            print(f"watching the running worker(s) {workers}", flush=True)
-        else:
-            if state.get("workers"):
-                print("the workers of the last call are gone: starting new ones", flush=True)
-            gpus = [int(g) for g in args.gpus.split(",")] if args.mode == "cuda" else [None]
-            procs = [
-                portal._start(
-                    f"worker-{gpu if gpu is not None else 'cpu'}",
-                    "evaluation_worker",
-                    *(["--gpu", str(gpu)] if gpu is not None else []),
-                    "--hardware",
-                    args.hardware,
-                )
-                for gpu in gpus
-            ]
-            workers = [proc.pid for proc in procs]
-            now = time.time()
-            state["workers"] = workers
-            state["segments"].append({"start": now, "end": now})
-            save()
+        workers = workers_running(portal, state, args, save)
         # Before its evaluations exist: a run still validating has none, all finished.
         run_validated(portal, state["run"], deadline=started + args.deadline_s)
-        seen: set[int] = set()
-        rows: list[dict] = []
-        while True:
-            rows = json.loads(portal.manage("shell", "-c", PROGRESS).splitlines()[-1])
-            report(rows, seen)
-            state["segments"][-1]["end"] = time.time()
-            save()
-            done = all(row["finished"] for row in rows)
-            if done or time.monotonic() - started > args.deadline_s:
-                break
-            dead = [pid for pid in workers if not worker_alive(pid, directory)]
-            if dead:
-                print(portal.log("worker-0")[-3000:])
-                raise SystemExit(f"worker(s) {dead} stopped")
-            time.sleep(5)
+        rows = evaluations_watch(portal, state, workers, until=started + args.deadline_s, save=save)
         finished = [r for r in rows if r["finished"]]
         print(f"\n{len(finished)} of {len(rows)} evaluations finished", flush=True)
         if len(finished) == len(rows):
@@ -383,23 +449,7 @@ def main() -> None:
         else:
             keep = args.keep_workers
     finally:
-        if keep:
-            print(f"the worker(s) {workers} keep running for the next call", flush=True)
-        else:
-            kept = [pid for pid in state.get("workers", []) if worker_alive(pid, directory)]
-            for pid in kept:
-                # The main process only, as a service manager stops a worker.
-                os.kill(pid, signal.SIGTERM)
-            grace = time.monotonic() + 30
-            while any(worker_alive(pid, directory) for pid in kept) and time.monotonic() < grace:
-                time.sleep(1)
-            portal.close()
-            deadline = time.monotonic() + 60
-            while portal.leftovers() and time.monotonic() < deadline:
-                time.sleep(1)
-            left = sorted(portal.leftovers())
-            if left:
-                raise SystemExit(f"processes of the worker outlived it: {left}")
+        workers_release(portal, state, keep=keep, workers=workers)
         if args.snapshot:
             snapshot(directory, args.snapshot)
 
