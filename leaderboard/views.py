@@ -74,6 +74,12 @@ def _home() -> dict:
     context = {
         "latest": evaluation_latest_public(limit=10),
         "headline": headline,
+        # The experts' figures are the current catalog's: beside its board only.
+        "reference": (
+            expert_reference_rows(hardware=scope.hardware)
+            if scope.hardware and scope.catalog_version == catalog_version_current()
+            else []
+        ),
         "scope": scope,
         "figure": figure,
         "no_figure": (

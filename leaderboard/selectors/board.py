@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F
+from django.db.models import BooleanField, ExpressionWrapper, F, Q
 
 from evaluator.models import EXPERT_USERNAME
 from scoring.formulas import LEVELS, geomean
@@ -162,24 +162,35 @@ def leaderboard_table(*, filters: Filters) -> Table:
 
 def expert_reference_rows(*, hardware: str = "") -> list[dict[str, Any]]:
     """The catalog's expert implementations as one reference row per GPU, scored like a
-    run over the catalog's current task versions (2 queries)."""
+    run over the catalog's current task versions (2 queries).
+
+    Beside it, `earlier`: the same figures with each task that has an expert score on
+    an earlier version counted by its newest such score (the others by their current
+    one), so that a change of baselines shows how far it moved the reference; None
+    where no task's expert was measured under another version on that GPU.
+    """
     total = Task.objects.filter(current_version__isnull=False).count()
-    scores = TaskScore.objects.filter(
-        submission__owner__username=EXPERT_USERNAME,
-        submission__task_version_id=F("submission__task__current_version_id"),
-    ).exclude(hardware="")
+    scores = (
+        TaskScore.objects.filter(submission__owner__username=EXPERT_USERNAME)
+        .exclude(hardware="")
+        .annotate(
+            is_current=ExpressionWrapper(
+                Q(submission__task_version_id=F("submission__task__current_version_id")),
+                output_field=BooleanField(),
+            )
+        )
+    )
     if hardware:
         scores = scores.filter(hardware=hardware)
-    per_gpu: dict[str, list[TaskScore]] = {}
+    per_gpu: dict[str, tuple[dict[int, TaskScore], dict[int, TaskScore]]] = {}
     for score in scores.order_by("hardware", "task_id", "-pk"):
-        per_gpu.setdefault(score.hardware, []).append(score)
+        current, earlier = per_gpu.setdefault(score.hardware, ({}, {}))
+        (current if score.is_current else earlier).setdefault(score.task_id, score)
     rows = []
-    for gpu, items in per_gpu.items():
-        best: dict[int, TaskScore] = {}
-        for item in items:
-            best.setdefault(item.task_id, item)
-        counted = [s for s in best.values() if s.counts and s.speedup]
-        speedups = [float(s.speedup) for s in counted if s.speedup]
+    for gpu, (current, earlier) in per_gpu.items():
+        if not current:
+            continue
+        before = {**current, **earlier}
         rows.append(
             {
                 "run_id": None,
@@ -193,19 +204,33 @@ def expert_reference_rows(*, hardware: str = "") -> list[dict[str, Any]]:
                 "is_example": False,
                 "is_reference": True,
                 "timed": True,
-                "correctness_rate": len(counted) / total if total else None,
-                "performance_score": sum(speedups) / total if total else None,
-                "geomean_speedup": geomean(speedups),
-                "geomean_n": len(speedups),
+                **_reference_figures(list(current.values()), total),
                 "implementation": None,
                 **{f"implementation_{k}": None for k in LEVEL_KEYS},
                 "discovery": None,
                 "turns": None,
-                "tasks_total": total,
-                "tasks_correct": len(counted),
+                "earlier": (
+                    {**_reference_figures(list(before.values()), total), "tasks": len(earlier)}
+                    if earlier
+                    else None
+                ),
             }
         )
     return rows
+
+
+def _reference_figures(scores: list[TaskScore], total: int) -> dict[str, Any]:
+    """Correctness, Performance Score and geomean of one expert score per task, over the
+    catalog's `total` tasks (a task without a score counts as missing)."""
+    speedups = [float(s.speedup) for s in scores if s.counts and s.speedup]
+    return {
+        "correctness_rate": len(speedups) / total if total else None,
+        "performance_score": sum(speedups) / total if total else None,
+        "geomean_speedup": geomean(speedups),
+        "geomean_n": len(speedups),
+        "tasks_total": total,
+        "tasks_correct": len(speedups),
+    }
 
 
 # --- the paired view --------------------------------------------------------------------
