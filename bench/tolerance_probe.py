@@ -53,10 +53,13 @@ def main() -> None:
     if args.params:
         draws = [json.loads(args.params)] * args.draws
     else:
+        # The draws of the mode the device runs: cuda's on a GPU (`cuda:1` too), else
+        # the interpreter's.
+        cuda = torch.device(args.device).type == "cuda"
+        prefix = "hidden_" if cuda else "check_hidden_"
         draws = []
         while len(draws) < args.draws:
             drawn = hidden_draw(task.hidden, secret=secrets.token_hex(16), slug=task.slug)
-            prefix = "hidden_" if args.device == "cuda" else "check_hidden_"
             draws += [w.params for w in drawn if w.name.startswith(prefix)]
     device = torch.device(args.device)
     for index, params in enumerate(draws[: args.draws]):
