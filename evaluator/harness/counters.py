@@ -21,6 +21,11 @@ parent of the child's interpreter, and writes its CSV into the scratch
 folder, where the submission could overwrite it: the counters are evidence
 for the design-property assessment, read in the submission's own process,
 never a check.
+
+The pass holds the GPU lease exclusive from ncu's start to its end (gpulease):
+the GPU's counters serve one profiling session at a time, and a session frozen
+by another evaluation's timed phase would hold them while that evaluation's own
+pass waited for them until its time limit.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pathlib import Path
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
-from . import isolation, judge, protocol, redact, sandbox, watchdog
+from . import gpulease, isolation, judge, protocol, redact, sandbox, watchdog
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
@@ -223,20 +228,23 @@ def _profiling_pass(
             timing=TimingSettings(),
         )
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
-        run = sandbox.run_child(
-            python_args=sandbox.child_args(f"{seen.work}/job.json"),
-            workdir=workdir,
-            task_dir=public_dir.resolve(),
-            env=_child_env(seen.work),
-            limits=sandbox.Limits(
-                timeout_s=timeout_s, memory_bytes=memory_bytes or watchdog.default_memory_limit()
-            ),
-            gpu=True,
-            answer=dealer.answer,
-            wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
-            # ncu manages the processes it profiles; no verdict depends on how this one ends.
-            guard=False,
-        )
+        memory = memory_bytes or watchdog.default_memory_limit()
+        limits = sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory)
+        # The whole pass holds the GPU alone: one Nsight Compute session on a GPU at a
+        # time, never frozen mid-session by another evaluation's timed phase.
+        with gpulease.current().exclusive():
+            run = sandbox.run_child(
+                python_args=sandbox.child_args(f"{seen.work}/job.json"),
+                workdir=workdir,
+                task_dir=public_dir.resolve(),
+                env=_child_env(seen.work),
+                limits=limits,
+                gpu=True,
+                answer=dealer.answer,
+                wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
+                # ncu manages the processes it profiles; no verdict depends on how this one ends.
+                guard=False,
+            )
         text = _read(workdir / "ncu.csv")
         if sink is not None:
             sink += [text, run.log]

@@ -23,7 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import counters, isolation, judge, ncu_report, protocol, resultpipe, sandbox
+from evaluator.harness import (
+    counters,
+    gpulease,
+    isolation,
+    judge,
+    ncu_report,
+    protocol,
+    resultpipe,
+    sandbox,
+)
 from evaluator.harness.job import PlannedWorkload
 from evaluator.harness.verdict import Status, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
@@ -185,6 +194,28 @@ def test_no_pass_runs_outside_a_correct_cuda_verdict(mode, status, enabled, frag
         task=task, source="", mode=mode, status=status, results=results, enabled=enabled
     )
     assert out == results and fragment in note and note.startswith("not read")
+
+
+def test_the_profiling_pass_holds_the_gpu_lease_alone_from_start_to_end(tmp_path, monkeypatch):
+    """One ncu session on a GPU at a time, never frozen halfway by another evaluation."""
+    seen = []
+
+    def run_child(**kwargs):
+        seen.append(gpulease.current()._state)
+        raise counters.CountersError("not read: stopped by the test")
+
+    monkeypatch.setattr(counters, "find_ncu", lambda path: "/usr/bin/true")
+    monkeypatch.setattr(counters, "ncu_version", lambda ncu: "ncu")
+    monkeypatch.setattr(counters.sandbox, "run_child", run_child)
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    with gpulease.joined(tmp_path / "lease") as lease:
+        _, note = counters.profile(
+            task=task, source="", mode=Mode.CUDA, status=Status.CORRECT,
+            results=timed_results(task),
+        )  # fmt: skip
+        assert lease._state == "shared"
+    assert seen == ["exclusive"] and note == "not read: stopped by the test"
+    assert lease.report.exclusive_phases == 1
 
 
 def test_without_ncu_the_note_says_so(tmp_path, monkeypatch):
