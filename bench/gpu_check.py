@@ -26,10 +26,12 @@ integrity.json to $OUT (else --out), and exits 1 unless every row is as
 expected. Cases whose verdict needs no figure run `--jobs` at a time with
 brief timing (QUICK); everything timed for its figures runs alone. The whole
 table takes longer than one 10-minute device call: `--parts` runs some of its
-four groups (quick: the pooled cases and the secret probe; alone; figures;
-histogram), each call writing integrity-<parts>.json, and `integrity-table`
-prints the one table of several such files. `--cases` keeps only the cases it
-names (`probe` for the secret probe, `histogram` for the histogram expert).
+five groups (quick: the pooled cases and the secret probe; alone; figures;
+histogram; busy: an endless kernel, 19g, beside cases 0 and 20 under the shared
+lease, named and ended while they are timed), each call writing
+integrity-<parts>.json, and `integrity-table` prints the one table of several
+such files. `--cases` keeps only the cases it names (`probe` for the secret
+probe, `histogram` for the histogram expert, `busy` for the busy group).
 
 `--timing` passes timing settings to every check (`--arm`, for stability,
 runs several sets in turn). `collect` reads the verdicts that `pytest -m gpu`
@@ -244,7 +246,11 @@ def _judge_case(case, v: dict) -> tuple[bool, str]:
     return ok, ""
 
 
-INTEGRITY_PARTS = ("quick", "alone", "figures", "histogram")
+INTEGRITY_PARTS = ("quick", "alone", "figures", "histogram", "busy")
+# The busy part: an endless Triton kernel beside honest evaluations under one GPU lease.
+# Stopped for another's timed phase, its kernel keeps the GPU busy; it must be named and
+# ended (`timeout`), and the honest ones must end `correct`, never `worker_error`.
+BUSY_CASES = ("19g", "0", "20")
 
 
 def integrity(
@@ -313,6 +319,11 @@ def integrity(
         if case.number in HONEST_TWINS and row["verdict"] != "flagged":
             # Not caught: it passes only if it gains nothing over its honest twin.
             keep([_twin(case, None, (row, TWIN_SPEEDUP_MARGIN))])
+    if "busy" in parts and (only is None or "busy" in only):
+        busy = [c for c in CASES if c.number in BUSY_CASES]
+        with ThreadPoolExecutor(max_workers=len(busy)) as pool:
+            rows_busy = [f.result() for f in [pool.submit(run_case, c, QUICK) for c in busy]]
+        keep([{**r, "case": f"{r['case']} (busy)"} for r in rows_busy])
     if "histogram" in parts and (only is None or "histogram" in only):
         v = check("histogram", HISTOGRAM_CUDA, timeout=480)
         print_verdict("histogram", "expert_cuda.py", v)
@@ -425,6 +436,8 @@ def main() -> None:
         unknown = set(args.parts.split(",")) - set(INTEGRITY_PARTS)
         if unknown or not parts:
             parser.error(f"--parts takes some of {','.join(INTEGRITY_PARTS)}, not {args.parts}")
+        if "busy" in parts and not args.share:
+            parser.error("--parts busy needs the shared GPU lease: leave out --no-share")
         only = set(args.cases.split(",")) if args.cases else None
         rows = integrity(out, args.jobs, parts, only)
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
