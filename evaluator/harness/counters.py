@@ -217,17 +217,7 @@ def _profiling_pass(
         public_dir.chmod(0o755)
         (workdir / "submission.py").write_text(source)
         seen = isolation.layout(workdir, public_dir.resolve())
-        job = Job(
-            mode=str(Mode.CUDA),
-            reference=f"{seen.task}/reference.py",
-            submission=f"{seen.work}/submission.py",
-            profile=True,
-            out_dir=f"{seen.work}/out",
-            inplace=task.inplace,
-            seeds=task.seeds,
-            timing=TimingSettings(),
-        )
-        (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(job)))
+        (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(_job(task, seen))))
         memory = memory_bytes or watchdog.default_memory_limit()
         limits = sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory)
         # The whole pass holds the GPU alone: one Nsight Compute session on a GPU at a
@@ -253,6 +243,20 @@ def _profiling_pass(
         shutil.rmtree(public_dir, ignore_errors=True)
     _check_pass(task, run, dealer, text)
     return text
+
+
+def _job(task: TaskSpec, seen: isolation.Layout) -> Job:
+    """The profiling child's job, its paths as the child sees them."""
+    return Job(
+        mode=str(Mode.CUDA),
+        reference=f"{seen.task}/reference.py",
+        submission=f"{seen.work}/submission.py",
+        profile=True,
+        out_dir=f"{seen.work}/out",
+        inplace=task.inplace,
+        seeds=task.seeds,
+        timing=TimingSettings(),
+    )
 
 
 def _check_pass(task: TaskSpec, run: sandbox.ChildRun, dealer: protocol.Dealer, text: str) -> None:

@@ -144,11 +144,13 @@ def test_a_sandboxed_child_is_frozen_past_its_time_limit_without_being_killed(tm
     folder, out = tmp_path / "lease", tmp_path / "time.json"
     work = tmp_path / "work"
     work.mkdir()
+    # The child ticks until the test tells it to stop, after the other evaluation's
+    # phases: ended earlier, its sandbox's clean-up would end every process the test
+    # started, the other evaluation included (it stands in for another worker's).
     script = (
-        "import sys, time\n"
-        "end = time.monotonic() + 3\n"
+        "import os, time\n"
         "with open('ticks', 'a', buffering=1) as f:\n"
-        "    while time.monotonic() < end:\n"
+        "    while not os.path.exists('stop'):\n"
         "        f.write(f'{time.monotonic()}\\n'); time.sleep(0.01)\n"
     )
     result: list[sandbox.ChildRun] = []
@@ -160,16 +162,18 @@ def test_a_sandboxed_child_is_frozen_past_its_time_limit_without_being_killed(tm
                     workdir=work,
                     task_dir=(DEFAULT_CATALOG_DIR / "row_softmax").resolve(),
                     env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work)},
-                    limits=sandbox.Limits(timeout_s=6, max_wall_factor=10),
+                    limits=sandbox.Limits(timeout_s=8, max_wall_factor=10),
                     gpu=False,
                 )
             )
         )
         runner.start()
         wait_for(lambda: len(ticks(work / "ticks")) > 5)
-        # Another evaluation times for 3 x 2.5 s while the child runs.
-        timer = member(folder, "time", 0, 2.5, out)
+        # Another evaluation times for 3 x 4 s while the child runs: 12 s frozen, past
+        # the child's limit of 8 s.
+        timer = member(folder, "time", 0, 4.0, out)
         assert timer.wait(timeout=120) == 0
+        (work / "stop").touch()
         runner.join(timeout=120)
     run = result[0]
     assert run.killed_for == "", run.log[-2000:]
