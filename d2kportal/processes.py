@@ -171,12 +171,12 @@ class Portal:
         self.manage("load_catalog")
         self.token = self.manage("shell", "-c", TOKEN).splitlines()[-1]
 
-    def _start(self, name: str, *args: str) -> subprocess.Popen:
+    def _start(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.directory / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
         proc = subprocess.Popen(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -197,8 +197,10 @@ class Portal:
                 time.sleep(0.5)
         raise RuntimeError("the web server did not answer within 120 s")
 
-    def start_worker(self) -> subprocess.Popen:
-        return self._start("worker", "evaluation_worker")
+    def start_worker(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """An evaluation worker: `args` for `evaluation_worker` (`--gpu 0`), `env` over
+        the portal's environment for this worker only (a PATH with its nvidia-smi)."""
+        return self._start("worker", "evaluation_worker", *args, env=env)
 
     def log(self, name: str) -> str:
         path = self.directory / f"{name}.log"
