@@ -258,12 +258,13 @@ def integrity(
 ) -> list[dict]:
     """Every GPU check of the evaluator's integrity, in one call; a markdown table and JSON.
 
-    Four groups, so that no timed figure shares the GPU: the cases whose
+    Four groups so that no timed figure shares the GPU: the cases whose
     verdict needs no figure run `jobs` at a time with QUICK timing (and the
     secret probe beside them); the cases that must be `incorrect` run alone
     with QUICK timing; the honest kernels whose speedups are reported, and
     the reference-slowing cases, run alone at the production settings; a
-    reference-slowing case that is not flagged is compared with its twin.
+    reference-slowing case that is not flagged is compared with its twin. A
+    fifth, busy, shares the GPU on purpose: an endless kernel beside honest ones.
     """
     from concurrent.futures import ThreadPoolExecutor
 
