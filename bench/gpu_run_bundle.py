@@ -31,7 +31,8 @@ the run's totals (also in DIR/state.json, "complete"): the workers' wall
 time from their start to the last verdict, the sum of the evaluations' own
 times and of each part and child stage, the verdicts, evaluations per GPU.
 
-`--export FILE` writes the finished evaluations as `{task: verdict}`, the
+`--export FILE` writes the finished evaluations as `{task: verdict}`, each with
+the design properties the portal assessed from what ran (`properties`), the
 format of docs/baselines.json (bench/baselines_md.py, `manage.py
 import_baselines`), from the portal's own rows: the numbers are exactly those
 the portal stores and shows.
@@ -101,6 +102,7 @@ print(json.dumps({{"state": run.state, "errors": run.errors}}))
 EXPORT = """
 import json, sys
 from evaluator.models import Evaluation, EvaluationStatus
+from scoring.models import Assessment
 out = {}
 for e in (Evaluation.objects.select_related("submission__task_version__task")
           .prefetch_related("results").order_by("pk")):
@@ -121,6 +123,12 @@ for e in (Evaluation.objects.select_related("submission__task_version__task")
              "achieved_tbps": r.achieved_tbps, "sol_fraction": r.sol_fraction,
              "timing": r.timing, "counters": r.counters}
             for r in e.results.filter(hidden=False).order_by("position")
+        ],
+        "properties": [
+            {"key": a.property.key, "level": a.property.level, "implemented": a.value,
+             "evidence": {"kind": a.evidence_kind, "excerpt": a.evidence}}
+            for a in Assessment.objects.filter(submission=e.submission, kind="implemented")
+            .select_related("property").order_by("property__position")
         ],
     }
 print(json.dumps(out))
