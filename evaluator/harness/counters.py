@@ -22,9 +22,12 @@ folder, where the submission could overwrite it: the counters are evidence
 for the design-property assessment, read in the submission's own process,
 never a check.
 
-The pass holds the GPU lease exclusive from ncu's start to its end (gpulease):
-the GPU's counters serve one profiling session at a time, and a session frozen
-by another evaluation's timed phase would hold them while that evaluation's own
+The profiled steps are timed steps to the GPU lease (gpulease): exclusive from
+the child's first profiled call to its end, while ncu's and the interpreter's
+start run beside other evaluations. The GPU's counters serve one profiling
+session at a time, so a pass takes the lease folder's `counters` lock from
+ncu's start to its end: a session frozen by another evaluation's timed phase
+before its first step would otherwise hold them while that evaluation's own
 pass waited for them until its time limit.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import re
@@ -39,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
@@ -220,9 +225,7 @@ def _profiling_pass(
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(_job(task, seen))))
         memory = memory_bytes or watchdog.default_memory_limit()
         limits = sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory)
-        # The whole pass holds the GPU alone: one Nsight Compute session on a GPU at a
-        # time, never frozen mid-session by another evaluation's timed phase.
-        with gpulease.current().exclusive():
+        with one_session_per_gpu():
             run = sandbox.run_child(
                 python_args=sandbox.child_args(f"{seen.work}/job.json"),
                 workdir=workdir,
@@ -243,6 +246,25 @@ def _profiling_pass(
         shutil.rmtree(public_dir, ignore_errors=True)
     _check_pass(task, run, dealer, text)
     return text
+
+
+@contextlib.contextmanager
+def one_session_per_gpu() -> Iterator[None]:
+    """Hold the lease folder's `counters` lock: one Nsight Compute session on a GPU at a time.
+
+    Waiting for it holds no exclusive lease: another evaluation's timed phase freezes
+    this one as usual, and the session that holds it needs only the exclusive lease.
+    """
+    lease = gpulease.current()
+    if not isinstance(lease, gpulease.GpuLease):
+        yield
+        return
+    fd = os.open(lease.folder / "counters", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _job(task: TaskSpec, seen: isolation.Layout) -> Job:

@@ -62,6 +62,8 @@ class LeaseReport:
     exclusive_wait_s: float = 0.0
     # Of that wait: for work other evaluations had queued before they froze.
     drain_s: float = 0.0
+    # Holding it: this evaluation's timed phases, the GPU no other evaluation could use.
+    exclusive_held_s: float = 0.0
     # Frozen while another evaluation was timed.
     frozen_s: float = 0.0
     frozen_times: int = 0
@@ -201,21 +203,7 @@ class GpuLease:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """The GPU to this evaluation alone, other evaluations frozen and their work drained.
-
-        Taken again while held (a child's timed steps inside the counters pass, which
-        holds it whole), it is the same hold: the inner one gives nothing back.
-        """
-        with self._cond:
-            held = self._state == "exclusive"
-        if held:
-            yield
-            return
-        with self._take_exclusive():
-            yield
-
-    @contextlib.contextmanager
-    def _take_exclusive(self) -> Iterator[None]:
+        """The GPU to this evaluation alone, other evaluations frozen and their work drained."""
         with self._cond:
             self._pause()
         asked = time.monotonic()
@@ -229,7 +217,8 @@ class GpuLease:
                 self._unyield()  # its own children, frozen while another evaluation was timed
             self._state = "exclusive"
         try:
-            drained, others = time.monotonic(), self.others()
+            now = drained = time.monotonic()  # `now`: from here if the drain fails
+            others = self.others()
             self.report.most_others = max(self.report.most_others, others)
             if others:
                 problem = self._drain(drained)
@@ -243,6 +232,7 @@ class GpuLease:
                 self._resume()
             yield
         finally:
+            self.report.exclusive_held_s += time.monotonic() - now
             fcntl.flock(self._gpu, fcntl.LOCK_SH)
             with self._cond:
                 self._state = "shared"
