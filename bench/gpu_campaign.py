@@ -54,7 +54,6 @@ from d2kportal.processes import Portal  # noqa: E402
 
 TARGET_WALL_S = 20 * 60
 TARGET_PER_EVALUATION_S = 23.0
-NAIVE = ROOT / "tests" / "catalog" / "negatives"
 SIDES = ("without", "with")
 
 MANIFEST = {
@@ -107,12 +106,8 @@ def manifest(side: str, hardware: str) -> dict:
     return {**MANIFEST, "levels": LEVELS[side], "hardware": hardware, "notes": NOTES[side]}
 
 
-def naive_path(slug: str) -> Path:
-    return NAIVE / f"{slug}.py"
-
-
 # The naive kernel on the side without guidance, the expert on the side with it.
-KERNELS = {"without": naive_path, "with": bundles.expert_path}
+KERNELS = {"without": bundles.naive_path, "with": bundles.expert_path}
 
 
 def campaign_upload(portal: Portal, *, tasks: list[str] | None, hardware: str) -> list[dict]:

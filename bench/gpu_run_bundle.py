@@ -1,12 +1,13 @@
 """A run bundle with a kernel for every catalog task, evaluated end to end by GPU workers.
 
     python bench/gpu_run_bundle.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
-                                       [--keep-workers] [--snapshot FOLDER]
+                                       [--keep-workers] [--snapshot FOLDER] [--kernels naive]
     python bench/gpu_run_bundle.py DIR --export baselines.json
 
 The first call on an empty DIR builds a portal there on the embedded default
 (SQLite, django-q2's ORM broker): it migrates, loads the catalog, packs every
-task's expert kernel into one bundle (`kernels/<task>.py`, a manifest without
+task's expert kernel (`--kernels naive`: its naive Triton kernel, from
+tests/catalog/negatives) into one bundle (`kernels/<task>.py`, a manifest without
 guidance levels) and uploads it through `POST /api/runs/` to the portal's own
 web server. Then it runs one `manage.py evaluation_worker` per GPU of
 `--gpus` (pinned to it) in cuda mode, counters on, as a deployment does
@@ -137,6 +138,27 @@ print(json.dumps(out))
 
 def expert_path(slug: str) -> Path:
     return ROOT / "catalog" / slug / "expert.py"
+
+
+def naive_path(slug: str) -> Path:
+    """The task's naive Triton kernel: correct, written without the guidance's ideas."""
+    return ROOT / "tests" / "catalog" / "negatives" / f"{slug}.py"
+
+
+# What `--kernels` packs: each task's kernel, and the manifest's model and notes.
+KERNELS: dict[str, tuple[Callable[[str], Path], dict]] = {
+    "expert": (expert_path, MANIFEST),
+    "naive": (
+        naive_path,
+        {
+            **MANIFEST,
+            "model": "catalog naive kernels",
+            "notes": "Every catalog task's naive Triton kernel (tests/catalog/negatives) in one "
+            "bundle: a check of the GPU worker and of the design-property assessment, not an "
+            "agent's run.",
+        },
+    ),
+}
 
 
 def bundle_bytes(
@@ -403,6 +425,13 @@ def workers_release(portal: Portal, state: dict, *, keep: bool, workers: list[in
 def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
     parser.add_argument("--export", type=Path, help="write the finished verdicts to this file")
+    parser.add_argument(
+        "--kernels",
+        choices=sorted(KERNELS),
+        default="expert",
+        help="each task's expert (catalog/<task>/expert.py) or naive kernel "
+        "(tests/catalog/negatives)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     directory: Path = args.dir.resolve()
@@ -428,7 +457,9 @@ def main() -> None:
         if not state.get("run"):
             portal.setup()
             portal.start_web()
-            data, slugs = bundle_bytes(args.tasks.split(",") if args.tasks else None)
+            kernel, manifest = KERNELS[args.kernels]
+            tasks = args.tasks.split(",") if args.tasks else None
+            data, slugs = bundle_bytes(tasks, manifest=manifest, kernel=kernel)
             answer = upload(portal, data)
             state = {
                 "run": answer["id"],
