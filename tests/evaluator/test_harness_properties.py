@@ -2,11 +2,13 @@
 what ran: one entry per property with key, level, implemented and evidence."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from evaluator.harness.properties import launched_kernels
 from evaluator.harness.reports import OutputReport
@@ -14,18 +16,31 @@ from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
-GAMED = ROOT / "tests" / "taskformat" / "gaming" / "softmax_dead_branch.py"
-CHECK = [sys.executable, "-m", "evaluator", "check", "--task", "row_softmax", "--mode", "interpret"]
-CHECK += ["--json"]
+GAMING = ROOT / "tests" / "taskformat" / "gaming"
+GAMED = GAMING / "softmax_dead_branch.py"
+GAMED_GEMM = GAMING / "gemm_dead_branch.py"
+# What each gaming kernel fakes in its dead branch: none of it may earn credit.
+FAKED = {
+    "row_softmax": ("online_normalizer", "looped_two_pass", "exp2_prescaled", "max_subtraction"),
+    "gemm_bf16": (
+        "tensor_core_dot",
+        "fp32_tile_accumulator",
+        "grouped_ordering",
+        "unmasked_k_loop",
+        "host_config_from_shape",
+    ),
+}
 
 
-def check_json(path: Path) -> dict:
+def check_json(path: Path, task: str = "row_softmax", mode: str = "interpret", **env: str) -> dict:
+    command = [sys.executable, "-m", "evaluator", "check", "--task", task, "--mode", mode]
     proc = subprocess.run(
-        [*CHECK, str(path)],
+        [*command, "--json", str(path)],
         cwd=ROOT,
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -51,8 +66,38 @@ def test_a_correct_kernel_with_idioms_in_a_dead_branch_gets_no_credit_for_them()
     verdict = check_json(GAMED)
     assert verdict["status"] == "correct"
     got = {p["key"]: p["implemented"] for p in verdict["properties"]}
-    for faked in ("online_normalizer", "looped_two_pass", "exp2_prescaled", "max_subtraction"):
+    for faked in FAKED["row_softmax"]:
         assert got[faked] is False, faked
+
+
+@pytest.mark.slow
+def test_a_correct_gemm_with_tensor_core_idioms_in_a_dead_branch_gets_no_credit_for_them():
+    # A secret of the test's own: the hidden workloads (odd, strided, M = 1) run too.
+    verdict = check_json(GAMED_GEMM, "gemm_bf16", D2K_HIDDEN_SEED="gaming-gemm")
+    assert verdict["status"] == "correct", verdict["message"]
+    assert any(w["hidden"] for w in verdict["workloads"])
+    found = {p["key"]: p for p in verdict["properties"]}
+    for faked in FAKED["gemm_bf16"]:
+        assert found[faked]["implemented"] is False, found[faked]
+        assert found[faked]["evidence"] == {"kind": "source", "excerpt": []}
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize(
+    ("task", "path", "kernel"),
+    [("row_softmax", GAMED, "_softmax"), ("gemm_bf16", GAMED_GEMM, "_gemm")],
+    ids=["softmax", "gemm"],
+)
+def test_on_the_gpu_idioms_in_a_dead_branch_get_no_credit(task: str, path: Path, kernel: str):
+    verdict = check_json(path, task, "cuda", D2K_HIDDEN_SEED="gaming-gpu")
+    assert verdict["status"] == "correct", verdict["message"]
+    # The profiler saw the one kernel launched: the source counts only through it.
+    assert verdict["environment"]["launched_kernels"] == [kernel]
+    got = {p["key"]: p["implemented"] for p in verdict["properties"]}
+    for faked in FAKED[task]:
+        assert got[faked] is False, (faked, verdict["properties"])
 
 
 def test_only_the_submissions_own_kernels_that_ran_are_named():

@@ -32,6 +32,21 @@ def test_idioms_in_a_branch_every_launch_turns_off_earn_nothing():
     assert {k: honest[k] for k in faked} == dict.fromkeys(faked, True)
 
 
+def test_a_tensor_core_gemm_in_a_branch_every_launch_turns_off_earns_nothing():
+    gamed = (GAMING / "gemm_dead_branch.py").read_text()
+    faked = (
+        "tensor_core_dot",
+        "fp32_tile_accumulator",
+        "grouped_ordering",
+        "unmasked_k_loop",
+        "host_config_from_shape",
+    )
+    got = implemented("gemm_bf16", gamed)
+    assert {k: got[k] for k in faked} == dict.fromkeys(faked, False)
+    honest = implemented("gemm_bf16", gamed.replace("TILED=False", "TILED=True"))
+    assert {k: honest[k] for k in faked} == dict.fromkeys(faked, True)
+
+
 KERNEL = """
 import torch
 import triton
