@@ -110,3 +110,15 @@ def counter_assess(
         else f"tensor-core share of the math falls to {lowest:.0%} (the rule asks {minimum:.0%})"
     )
     return DetectorResult(value=value, rationale=rationale, evidence=evidence, kind="counter")
+
+
+def counter_pass_failed(note: str) -> DetectorResult:
+    """A counter rule's finding where the submission's counters pass started and read
+    nothing (`note` says why): no counter shows the property, and the source may not
+    stand in for the counters a submission kept from being read."""
+    return DetectorResult(
+        value=False,
+        rationale=f"no counter shows it: its counters pass read nothing ({note})",
+        evidence=(note,),
+        kind="counter",
+    )

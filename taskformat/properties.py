@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taskformat.counter_rules import counter_assess
+from taskformat.counter_rules import counter_assess, counter_pass_failed
 from taskformat.detectors import DetectorResult, assess
 from taskformat.detectors.compiled import sass_opcodes
 from taskformat.detectors.result import EVIDENCE_KINDS, strongest
@@ -79,9 +79,13 @@ def property_judge(
     launched: Iterable[str] | None = None,
     compiled: Mapping[str, str] | None = None,
     timed: Sequence[Mapping[str, Any]] | None = None,
+    failed_pass: str = "",
 ) -> DetectorResult | None:
     """One property's machine verdict: the counter rule's where it decides, else the
-    detector's; None where neither can (a judge or an admin decides)."""
+    detector's; None where neither can (a judge or an admin decides). `failed_pass`:
+    why the counters pass that started read nothing; a counter rule then finds nothing."""
+    if counters and failed_pass:
+        return counter_pass_failed(failed_pass)
     if counters and timed:
         counted = counter_assess(counters, timed)
         if counted is not None:
@@ -98,6 +102,7 @@ def properties_assess(
     launched: Iterable[str] | None = None,
     compiled: Mapping[str, str] | None = None,
     timed: Sequence[Mapping[str, Any]] | None = None,
+    failed_pass: str = "",
 ) -> list[PropertyFinding]:
     """A finding per property (objects with `key`, `level`, `detector`, `counters`)."""
     launched = None if launched is None else frozenset(launched)
@@ -110,6 +115,7 @@ def properties_assess(
             launched=launched,
             compiled=compiled,
             timed=timed,
+            failed_pass=failed_pass,
         )
         level = str(prop.level)
         if result is None:

@@ -52,6 +52,7 @@ from . import gpulease, isolation, judge, protocol, redact, sandbox, watchdog
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
+    NOT_PROFILED,
     PERMISSION_CODE,
     CountersError,
     failure_note,
@@ -63,7 +64,9 @@ from .verdict import Status, WorkloadOutcome
 
 # Where Nsight Compute installs its versions, each with an `ncu` of its own.
 NCU_ROOT = Path("/opt/nvidia/nsight-compute")
-PROFILE_TIMEOUT_S = 300.0
+# The pass's limit: its profiled steps hold the GPU alone, so a slow pass stops every
+# other evaluation of the GPU. The experts' passes take 8-18 s on the H200.
+PROFILE_TIMEOUT_S = 120.0
 CSV_LIMIT_BYTES = 8 * 1024 * 1024
 NCU_OPTIONS = (
     "--profile-from-start",
@@ -162,17 +165,17 @@ def profile(
     its compile caches over (take_builds).
     """
     if mode is not Mode.CUDA:
-        return results, "not read: interpret mode runs no GPU kernel"
+        return results, NOT_PROFILED["interpret"]
     if not enabled:
-        return results, "not read: switched off (--no-counters)"
+        return results, NOT_PROFILED["off"]
     if status is not Status.CORRECT:
-        return results, "not read: counters are read for correct verdicts only"
+        return results, NOT_PROFILED["incorrect"]
     timed = [w for w in task.workloads_for(mode) if w.role is WorkloadRole.TIMED]
     if not timed:
-        return results, "not read: the task has no timed workload"
+        return results, NOT_PROFILED["untimed"]
     ncu = find_ncu(child_path())
     if ncu is None:
-        return results, "not read: Nsight Compute (ncu) is not installed on this worker"
+        return results, NOT_PROFILED["no_ncu"]
     tool = ncu_version(ncu)
     try:
         names = [w.name for w in timed]

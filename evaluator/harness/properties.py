@@ -16,6 +16,7 @@ from taskformat.properties import properties_assess
 from taskformat.spec import TaskSpec
 
 from .kernelchecks import kernel_base_name, own_kernel_names
+from .ncu_report import pass_failed
 from .reports import OutputReport
 from .verdict import Verdict
 
@@ -32,12 +33,16 @@ def launched_kernels(outputs: Mapping[str, Iterable[OutputReport]], source: str)
 def verdict_properties(task: TaskSpec, source: str, verdict: Verdict) -> list[dict[str, Any]]:
     """One entry per design property of `task`: key, level, implemented, evidence."""
     launched = verdict.environment.get("launched_kernels") or None
-    timed = None
+    timed, failed = None, ""
     if verdict.mode == "cuda" and str(verdict.status) == "correct":
         timed = [
             {"name": w.name, "counters": w.counters}
             for w in verdict.workloads
             if str(w.role) == "timed" and not w.hidden
         ]
-    found = properties_assess(task.properties, source, launched=launched, timed=timed)
+        note = str(verdict.environment.get("counters") or "")
+        failed = note if pass_failed(note) else ""
+    found = properties_assess(
+        task.properties, source, launched=launched, timed=timed, failed_pass=failed
+    )
     return [f.to_dict() for f in found]

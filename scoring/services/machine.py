@@ -8,12 +8,13 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator.harness.ncu_report import pass_failed
 from evaluator.models import Evaluation
 from scoring.formulas import counts_for_scoring
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty
-from taskformat.counter_rules import CounterRuleError, counter_assess
+from taskformat.counter_rules import CounterRuleError, counter_assess, counter_pass_failed
 from taskformat.detectors import DetectorError, DetectorResult, assess
 from taskformat.spec import Mode, WorkloadRole
 
@@ -65,13 +66,15 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
     the jit functions the profiler saw launched (`launched_kernels`); the detectors fold
     the launches' constants into the kernels' branches (taskformat.properties)."""
     launched = launched_kernels_of(evaluation)
-    timed = []
+    timed, failed = [], ""
     if evaluation is not None and evaluation.mode == Mode.CUDA and evaluation_counts(evaluation):
         timed = [
             {"name": r.name, "counters": r.counters}
             for r in evaluation.results.all()
             if r.role == WorkloadRole.TIMED and not r.hidden
         ]
+        note = str((evaluation.environment or {}).get("counters") or "")
+        failed = note if pass_failed(note) else ""
     with transaction.atomic():
         for prop in DesignProperty.objects.filter(task_id=submission.task_id):
             try:
@@ -84,8 +87,8 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
             _machine_write(
                 submission=submission, prop=prop, source=AssessmentSource.DETECTOR, result=found
             )
-            counted = None
-            if prop.counters and timed:
+            counted = counter_pass_failed(failed) if prop.counters and failed else None
+            if prop.counters and timed and counted is None:
                 try:
                     counted = counter_assess(prop.counters, timed)
                 except CounterRuleError as exc:

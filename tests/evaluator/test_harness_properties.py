@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluator.harness.properties import launched_kernels
+from evaluator.harness.properties import launched_kernels, verdict_properties
 from evaluator.harness.reports import OutputReport
+from evaluator.harness.verdict import Status, Verdict, WorkloadOutcome
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import WorkloadRole
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
@@ -112,3 +114,33 @@ def test_only_the_submissions_own_kernels_that_ran_are_named():
     }
     assert launched_kernels(outputs, source) == ["_softmax"]
     assert launched_kernels({"w1": [call("cutlass_gemm")]}, source) == []
+
+
+@pytest.mark.parametrize(
+    ("note", "kind", "implemented"),
+    [
+        ("not read: the profiling pass was killed (timeout)", "counter", False),
+        ("not read: Nsight Compute (ncu) is not installed on this worker", "source", True),
+    ],
+)
+def test_a_counters_pass_that_read_nothing_gives_its_counter_rules_nothing(note, kind, implemented):
+    """The expert GEMM's tensor-core property has a counter rule and a source detector: a
+    pass the submission kept from reading (killed) hands nothing back to the source."""
+    task = load_task(DEFAULT_CATALOG_DIR / "gemm_bf16")
+    timed = tuple(
+        WorkloadOutcome(name=w.name, role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT)
+        for w in task.workloads
+        if w.role is WorkloadRole.TIMED
+    )
+    verdict = Verdict(
+        status=Status.CORRECT, message="", flags=(), workloads=timed,
+        environment={"counters": note}, log="", task="gemm_bf16", mode="cuda",
+    )  # fmt: skip
+    found = {
+        p["key"]: p
+        for p in verdict_properties(
+            task, (ROOT / "catalog/gemm_bf16/expert.py").read_text(), verdict
+        )
+    }
+    assert found["tensor_core_dot"]["implemented"] is implemented
+    assert found["tensor_core_dot"]["evidence"]["kind"] == kind

@@ -50,6 +50,33 @@ def test_a_rerun_recomputes_the_machine_assessments(scored_task, finish):
     assert ("single_pass", "counters") not in got  # counters not read this time: no guess
 
 
+@pytest.mark.parametrize(
+    ("note", "counted"),
+    [
+        # The pass started and read nothing: its counter rules find nothing implemented.
+        ("not read: the profiling pass was killed (timeout)", False),
+        ("not read: the profiled call failed (RuntimeError)", False),
+        ("not read: ncu printed no table of kernels", False),
+        # The worker reads counters for no one: no guess either way.
+        ("not read: Nsight Compute (ncu) is not installed on this worker", None),
+        ("not read: switched off (--no-counters)", None),
+    ],
+)
+def test_a_counters_pass_that_read_nothing_leaves_its_rules_no_source_to_fall_back_on(
+    scored_task, finish, note, counted
+):
+    # `max` has a detector (true on this source) and, here, a counter rule too.
+    scored_task.properties.filter(key="max").update(counters={"kind": "tensor_share", "min": 0.5})
+    submission = kernel(scored_task, RunFactory())
+    finish(submission, environment={"gpu": "NVIDIA H200", "counters": note})
+    got = sources(submission)
+    assert got[("max", "detector")] is True
+    assert got.get(("max", "counters")) is counted
+    assert got.get(("single_pass", "counters")) is counted
+    credited = TaskScore.objects.get(submission=submission).implementation["L1"]
+    assert (credited == 0.0) is (counted is False)
+
+
 def test_task_score_holds_the_task_geomean_and_the_implementation(scored_task, finish):
     submission = kernel(scored_task)
     finish(submission, speedups=(2.0, 8.0))
