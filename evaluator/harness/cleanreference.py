@@ -5,20 +5,31 @@ overriding aten::_softmax through torch.library) reaches that process. Each
 timed workload's speedup is taken against the faster of the two reference
 medians, and a baseline far slower beside the submission than alone is
 flagged `reference_tampering`.
+
+Under a shared GPU lease (a worker running several evaluations of one GPU) a
+clean measurement is kept in the lease folder and reused by the evaluations of
+the same task on that GPU for REUSE_S: the baseline is the same code on inputs
+of the same shapes, and only the GPU's state drifts (by a few percent over
+minutes). The verdict records the measurement's age (`age_s`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 import shutil
+import time
 from pathlib import Path
 
+from taskformat.package import measured_content, measured_content_hash
 from taskformat.spec import Mode, TaskSpec
 
-from . import protocol, sandbox
+from . import gpulease, protocol, sandbox
 from .job import CleanReference, TimingSettings
 from .launch import collect, dealer_for, planned_workloads, run_harness_child
-from .verdict import WorkloadOutcome
+from .verdict import EVALUATOR_VERSION, WorkloadOutcome
 
 # The in-process baseline may be slower than in a clean process by this much
 # before it is flagged: across processes an honest reference's median moves
@@ -30,6 +41,8 @@ from .verdict import WorkloadOutcome
 # submission on the H200).
 TAMPERING_RATIO = 2.0
 TAMPERING_MS = 0.002
+# How long a clean measurement is reused on its GPU (seconds).
+REUSE_S = 600.0
 
 
 def clean_reference_times(
@@ -68,6 +81,51 @@ def clean_reference_times(
         f"the clean run did not finish: {error or seen.flags or run.returncode}"
     )  # fmt: skip
     return CleanReference(ref_median_ms=medians, problem=problem[:500])
+
+
+def reusable_clean_reference(
+    task: TaskSpec,
+    mode: Mode,
+    settings: TimingSettings,
+    public_dir: Path,
+    timeout_s: float,
+    memory_bytes: int | None,
+    gpu: str,
+) -> CleanReference:
+    """The baseline's clean medians on GPU `gpu`: a measurement made under this GPU's
+    lease within REUSE_S, or a new one (kept there for the evaluations after it)."""
+    lease = gpulease.current()
+    store = None
+    if isinstance(lease, gpulease.GpuLease) and gpu:
+        key = json.dumps(
+            [EVALUATOR_VERSION, measured_content_hash(measured_content(task)), str(mode),
+             dataclasses.asdict(settings), gpu],
+            sort_keys=True,
+        )  # fmt: skip
+        folder = lease.folder / "clean-reference"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        store = folder / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+        if (kept := _kept(store)) is not None:
+            return kept
+    clean = clean_reference_times(task, mode, settings, public_dir, timeout_s, memory_bytes)
+    if store is not None and clean.ref_median_ms and not clean.problem:
+        fresh = store.with_suffix(f".{os.getpid()}")
+        fresh.write_text(json.dumps({"at": time.time(), "ref_median_ms": clean.ref_median_ms}))
+        fresh.replace(store)
+    return clean
+
+
+def _kept(store: Path) -> CleanReference | None:
+    """The measurement in `store`, if there is one younger than REUSE_S."""
+    try:
+        kept = json.loads(store.read_text())
+        age = time.time() - float(kept["at"])
+        medians = {str(k): float(v) for k, v in kept["ref_median_ms"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not 0 <= age <= REUSE_S or not medians:
+        return None
+    return CleanReference(ref_median_ms=medians, age_s=round(age, 1))
 
 
 def reference_tampering(results: list[WorkloadOutcome], clean: CleanReference) -> list[dict]:

@@ -46,7 +46,7 @@ from . import (
     redact,
     sandbox,
 )
-from .cleanreference import clean_reference_times, reference_tampering, with_clean_reference
+from .cleanreference import reference_tampering, reusable_clean_reference, with_clean_reference
 from .decision import decide
 from .job import Plan, TimingSettings
 from .judge import judge
@@ -253,9 +253,10 @@ class _Stages:
         if self.mode is not Mode.CUDA or not seen.timings or not honest_so_far:
             return results
         with self.phases("clean_reference"):
-            clean = clean_reference_times(
+            gpu = (self.env_info.get("gpu_state_before") or {}).get("uuid", "")
+            clean = reusable_clean_reference(
                 self.task, self.mode, self.settings, self.public_dir, self.timeout_s,
-                self.memory_bytes,
+                self.memory_bytes, str(gpu),
             )  # fmt: skip
         self.env_info["clean_reference"] = dataclasses.asdict(clean)
         seen.flags += reference_tampering(results, clean)
