@@ -22,20 +22,16 @@ folder, where the submission could overwrite it: the counters are evidence
 for the design-property assessment, read in the submission's own process,
 never a check.
 
-The profiled steps are timed steps to the GPU lease (gpulease): exclusive from
-the child's first profiled call to its end, while ncu's and the interpreter's
-start run beside other evaluations. The GPU's counters serve one profiling
-session at a time, so a pass takes the lease folder's `counters` lock from
-ncu's start to its end: a session frozen by another evaluation's timed phase
-before its first step would otherwise hold them while that evaluation's own
-pass waited for them until its time limit.
+The pass holds the GPU lease exclusive from ncu's start to its end (gpulease):
+a profiling session frozen by another evaluation's timed phase, between its
+workloads or before its first, did not finish on the H200 (each such pass ran
+until its limit, holding the GPU). The limit is PROFILE_TIMEOUT_S.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import re
@@ -43,7 +39,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
@@ -228,7 +223,9 @@ def _profiling_pass(
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(_job(task, seen))))
         memory = memory_bytes or watchdog.default_memory_limit()
         limits = sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory)
-        with one_session_per_gpu():
+        # The whole pass holds the GPU alone: one Nsight Compute session on a GPU at a
+        # time, never frozen mid-session by another evaluation's timed phase.
+        with gpulease.current().exclusive():
             run = sandbox.run_child(
                 python_args=sandbox.child_args(f"{seen.work}/job.json"),
                 workdir=workdir,
@@ -249,25 +246,6 @@ def _profiling_pass(
         shutil.rmtree(public_dir, ignore_errors=True)
     _check_pass(task, run, dealer, text)
     return text
-
-
-@contextlib.contextmanager
-def one_session_per_gpu() -> Iterator[None]:
-    """Hold the lease folder's `counters` lock: one Nsight Compute session on a GPU at a time.
-
-    Waiting for it holds no exclusive lease: another evaluation's timed phase freezes
-    this one as usual, and the session that holds it needs only the exclusive lease.
-    """
-    lease = gpulease.current()
-    if not isinstance(lease, gpulease.GpuLease):
-        yield
-        return
-    fd = os.open(lease.folder / "counters", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # and with it the lock
 
 
 def _job(task: TaskSpec, seen: isolation.Layout) -> Job:

@@ -203,7 +203,21 @@ class GpuLease:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """The GPU to this evaluation alone, other evaluations frozen and their work drained."""
+        """The GPU to this evaluation alone, other evaluations frozen and their work drained.
+
+        Taken again while held (a child's timed steps inside the counters pass, which
+        holds it whole), it is the same hold: the inner one gives nothing back.
+        """
+        with self._cond:
+            held = self._state == "exclusive"
+        if held:
+            yield
+            return
+        with self._take_exclusive():
+            yield
+
+    @contextlib.contextmanager
+    def _take_exclusive(self) -> Iterator[None]:
         with self._cond:
             self._pause()
         asked = time.monotonic()

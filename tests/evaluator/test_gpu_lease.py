@@ -103,6 +103,28 @@ def test_a_child_s_timed_steps_hold_the_lease_and_its_other_steps_do_not(tmp_pat
     assert lease.report.exclusive_phases == 1 and lease.report.exclusive_held_s > 0
 
 
+def test_a_hold_of_a_whole_pass_keeps_the_gpu_between_its_childs_timed_steps(tmp_path: Path):
+    """Held around a child (the counters pass), the lease is not given back when the
+    child's timed steps end: no other evaluation is timed until the hold ends."""
+    folder, out = tmp_path / "lease", tmp_path / "time.json"
+    steps = iter(["time", "check", "time", "check", "end"])
+    states = []
+    with gpulease.joined(folder) as lease:
+        with lease.exclusive():
+            timer = member(folder, "time", 0.0, 0.1, out)
+            with lease.child(lambda request: {"step": next(steps)}) as answer:
+                for _ in range(5):
+                    answer({"what": "step"})
+                    states.append(lease._state)
+                    time.sleep(0.2)  # room for the other to be timed, were the GPU free
+            ended = time.monotonic()
+        after = lease._state
+        assert timer.wait(timeout=120) == 0
+    assert states == ["exclusive"] * 5 and after == "shared"
+    assert lease.report.exclusive_phases == 1
+    assert all(start >= ended for start, _ in json.loads(out.read_text())["phases"])
+
+
 def test_a_child_that_ends_in_its_timed_steps_gives_the_lease_back(tmp_path: Path):
     with gpulease.joined(tmp_path / "lease") as lease:
         with lease.child(lambda request: {"step": "time"}) as answer:

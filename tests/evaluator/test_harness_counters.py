@@ -15,13 +15,10 @@ separators and scaled units.
 """
 
 import dataclasses
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -199,60 +196,26 @@ def test_no_pass_runs_outside_a_correct_cuda_verdict(mode, status, enabled, frag
     assert out == results and fragment in note and note.startswith("not read")
 
 
-def counters_lock_taken(folder: Path) -> bool:
-    """Whether another open file holds the lease folder's `counters` lock."""
-    fd = os.open(folder / "counters", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def test_the_profiling_pass_is_one_session_at_a_time_and_starts_beside_other_work(
-    tmp_path, monkeypatch
-):
-    """ncu and the interpreter start under a share of the lease (its profiled steps take
-    it exclusively, as timed steps do), holding the `counters` lock from start to end."""
+def test_the_profiling_pass_holds_the_gpu_lease_alone_from_start_to_end(tmp_path, monkeypatch):
+    """One ncu session on a GPU at a time, never frozen halfway by another evaluation."""
     seen = []
 
     def run_child(**kwargs):
-        seen.append((gpulease.current()._state, counters_lock_taken(tmp_path / "lease")))
+        seen.append(gpulease.current()._state)
         raise counters.CountersError("not read: stopped by the test")
 
     monkeypatch.setattr(counters, "find_ncu", lambda path: "/usr/bin/true")
     monkeypatch.setattr(counters, "ncu_version", lambda ncu: "ncu")
     monkeypatch.setattr(counters.sandbox, "run_child", run_child)
     task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
-    with gpulease.joined(tmp_path / "lease"):
+    with gpulease.joined(tmp_path / "lease") as lease:
         _, note = counters.profile(
             task=task, source="", mode=Mode.CUDA, status=Status.CORRECT,
             results=timed_results(task),
         )  # fmt: skip
-        assert not counters_lock_taken(tmp_path / "lease")
-    assert seen == [("shared", True)] and note == "not read: stopped by the test"
-
-
-def test_a_second_profiling_session_waits_for_the_first(tmp_path):
-    events = []
-
-    def session(name: str, hold_s: float) -> None:
-        with gpulease.joined(tmp_path / "lease"), counters.one_session_per_gpu():
-            events.append((name, "start", time.monotonic()))
-            time.sleep(hold_s)
-            events.append((name, "end", time.monotonic()))
-
-    first = threading.Thread(target=session, args=("first", 0.5))
-    first.start()
-    while not events:
-        time.sleep(0.01)
-    session("second", 0.0)
-    first.join()
-    assert [e[:2] for e in events] == [
-        ("first", "start"), ("first", "end"), ("second", "start"), ("second", "end")
-    ]  # fmt: skip
+        assert lease._state == "shared"
+    assert seen == ["exclusive"] and note == "not read: stopped by the test"
+    assert lease.report.exclusive_phases == 1
 
 
 def test_without_ncu_the_note_says_so(tmp_path, monkeypatch):
