@@ -161,14 +161,14 @@ class GpuMonitor:
 
     def __exit__(self, *exc: object) -> None:
         for proc in self._procs:
+            # No longer spared before it is reaped: a reaped pid may pass to a new process.
+            gpulease.trusted_pids.discard(proc.pid)
             proc.terminate()
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        for proc in self._procs:
-            gpulease.trusted_pids.discard(proc.pid)
         for reader in self._readers:
             reader.join(timeout=5)
         for proc in self._procs:

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -192,11 +192,15 @@ def kill_tree(proc: subprocess.Popen, extra: Sequence[int] = ()) -> None:
             pass
 
 
-def reap_orphans() -> None:
-    """Kill and reap whatever the child left behind (we are its subreaper)."""
+def reap_orphans(spare: Collection[int] = ()) -> None:
+    """Kill and reap whatever the child left behind (we are its subreaper), but the
+    processes of `spare` (the parent's own, its GPU monitors).
+
+    Only the strays are reaped, by pid: a spared process that died stays a zombie
+    until its owner waits for it, so its pid cannot pass to a new process while it
+    is still spared."""
     for _ in range(50):
-        strays = descendants(os.getpid())
-        strays = [p for p in strays if p != os.getpid()]
+        strays = [p for p in descendants(os.getpid()) if p != os.getpid() and p not in spare]
         if not strays:
             return
         for pid in strays:
@@ -204,9 +208,9 @@ def reap_orphans() -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        except ChildProcessError:
-            pass
         time.sleep(0.05)
+        for pid in strays:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass  # not a child of ours: its own parent reaps it

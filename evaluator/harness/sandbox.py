@@ -114,7 +114,7 @@ def run_child(
             if proc.poll() is None:
                 proctree.kill_tree(proc)
                 proc.wait()
-            proctree.reap_orphans()
+            proctree.reap_orphans(spare=gpulease.trusted_pids)
         reader.join(timeout=10)
     log.close()
     os.close(reply_fd)
