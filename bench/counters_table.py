@@ -53,7 +53,7 @@ def evaluate(slug: str, timeout: int) -> dict[str, Any]:
     expert = DEFAULT_CATALOG_DIR / slug / "expert.py"
     argv = ["check", "--task", slug, "--mode", "cuda", "--timeout", str(timeout), "--json"]
     proc = subprocess.run(
-        [sys.executable, "-m", "evaluator", *argv, "--counters", str(expert)],
+        [sys.executable, "-m", "evaluator", *argv, "--counters", "all", str(expert)],
         cwd=ROOT,
         capture_output=True,
         text=True,

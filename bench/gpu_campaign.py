@@ -4,7 +4,7 @@ wall time from the upload to the last verdict, read from the portal's own rows.
     python bench/gpu_campaign.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
                                      [--keep-workers] [--snapshot FOLDER]
                                      [--mode cuda|interpret] [--tasks a,b]
-                                     [--evaluations-per-gpu 4]
+                                     [--evaluations-per-gpu 4] [--counters needed]
 
 The first call on an empty DIR builds a portal there as bench/gpu_run_bundle.py does
 (SQLite, django-q2's ORM broker, the catalog loaded) and packs two run bundles of the
@@ -314,7 +314,14 @@ def summary_print(complete: dict) -> None:
 
 
 def main() -> None:
-    args = bundles.arguments(__doc__.splitlines()[0]).parse_args()
+    parser = bundles.arguments(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--counters",
+        choices=["needed", "all", "off"],
+        default="needed",
+        help="the workers' D2K_EVALUATION_COUNTERS (default: a deployment's, needed)",
+    )
+    args = parser.parse_args()
     started = time.monotonic()
     directory: Path = args.dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -323,7 +330,7 @@ def main() -> None:
     if state.get("complete"):
         summary_print(state["complete"])
         return
-    portal = bundles.portal_for(directory, args)
+    portal = bundles.portal_for(directory, args, counters=args.counters)
 
     def save() -> None:
         state_path.write_text(json.dumps(state, indent=1))

@@ -331,11 +331,14 @@ def arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def portal_for(directory: Path, args: argparse.Namespace) -> Portal:
-    """The portal in DIR on SQLite, its workers in `args.mode` on `args.hardware`."""
+def portal_for(directory: Path, args: argparse.Namespace, counters: str = "all") -> Portal:
+    """The portal in DIR on SQLite, its workers in `args.mode` on `args.hardware`, reading
+    counters where `counters` says (D2K_EVALUATION_COUNTERS: every verdict of a
+    baselines run carries its DRAM traffic)."""
     return Portal(
         directory,
         database="sqlite",
+        D2K_EVALUATION_COUNTERS=counters,
         D2K_EVALUATIONS_PER_GPU=str(args.evaluations_per_gpu),
         D2K_EVALUATOR_MODE=args.mode,
         D2K_HARDWARE_POOLS=args.hardware,

@@ -1,7 +1,8 @@
 """`python -m evaluator`: the standalone evaluator, with no Django and no database.
 
     python -m evaluator check --task SLUG [--catalog DIR] [--mode auto|interpret|cuda]
-                              [--timeout S] [--memory-gb G] [--no-counters] [--json] FILE
+                              [--timeout S] [--memory-gb G] [--counters all|needed|off]
+                              [--json] FILE
     python -m evaluator ceilings [--refresh]
 
 Exit status: 0 when a verdict was reached (whatever it is), 2 for a usage
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 
 USAGE_ERROR = 2
+# When the counters pass runs (orchestrate.evaluate's `read_counters`).
+COUNTERS_WHEN = ("all", "needed", "off")
 HIDDEN_BY_SERVER = (
     "hidden workloads: drawn by the server from its secret (D2K_HIDDEN_SEED is not set "
     "here), so this check ran the public workloads only"
@@ -57,10 +60,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--counters",
-        action=argparse.BooleanOptionalAction,
-        default=True,
+        nargs="?",
+        const="all",
+        default="all",
+        choices=COUNTERS_WHEN,
         help="cuda mode, correct verdicts: read each timed workload's DRAM bytes and "
-        "tensor-core share with Nsight Compute in an untimed pass (default: on)",
+        "tensor-core share with Nsight Compute in an untimed pass: on every evaluation "
+        "(all, the default), only where a design property's counter rule or the timing "
+        "check needs them (needed), or never (off)",
+    )
+    check.add_argument(
+        "--no-counters", dest="counters", action="store_const", const="off", help="--counters off"
     )
     check.add_argument(
         "--gpu-lease",

@@ -205,8 +205,17 @@ D2K_SANDBOX = env("D2K_SANDBOX", default="auto")  # auto | bwrap | process
 # The deployment's secret the hidden workloads are drawn from (docs/settings.md).
 D2K_HIDDEN_SEED = env("D2K_HIDDEN_SEED", default="")
 D2K_EVALUATOR_CACHE = env("D2K_EVALUATOR_CACHE", default="")
-# Cuda mode: hardware counters of correct submissions (evaluator/harness/counters.py).
-D2K_EVALUATION_COUNTERS = env.bool("D2K_EVALUATION_COUNTERS", default=True)
+# Cuda mode: hardware counters of correct submissions (evaluator/harness/counters.py):
+# "needed" (where a design property's counter rule or the timing check uses them),
+# "all" or "off"; true and false read as "all" and "off".
+_COUNTERS = env.str("D2K_EVALUATION_COUNTERS", default="needed").strip().lower()
+D2K_EVALUATION_COUNTERS = {"true": "all", "1": "all", "false": "off", "0": "off"}.get(
+    _COUNTERS, _COUNTERS
+)
+if D2K_EVALUATION_COUNTERS not in ("needed", "all", "off"):
+    raise ImproperlyConfigured(
+        f"D2K_EVALUATION_COUNTERS is needed, all or off (or true/false), not {_COUNTERS!r}"
+    )
 # Durable evaluations (docs/operations.md). The lease, the re-queue wait and the reaper's
 # round are read from the environment for the suite's multi-process tests, which shorten them.
 D2K_EVALUATION_LEASE_S = env.int("D2K_EVALUATION_LEASE_S", default=60)

@@ -61,6 +61,8 @@ NOT_PROFILED = {
     "incorrect": "not read: counters are read for correct verdicts only",
     "untimed": "not read: the task has no timed workload",
     "no_ncu": "not read: Nsight Compute (ncu) is not installed on this worker",
+    "unneeded": "not read: no design property of this task has a counter rule, and its "
+    "timing needs none (counters: needed)",
 }
 
 

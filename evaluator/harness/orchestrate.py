@@ -50,6 +50,7 @@ from .cleanreference import reference_tampering, reusable_clean_reference, with_
 from .decision import decide
 from .job import Plan, TimingSettings
 from .judge import judge
+from .ncu_report import NOT_PROFILED
 from .properties import launched_kernels
 from .protocol import Observed
 from .timingchecks import settle_host_clock
@@ -77,13 +78,14 @@ def evaluate(
     keep_workdir: bool = False,
     timing: dict[str, float] | None = None,
     plan_sink: list[Plan] | None = None,
-    read_counters: bool = True,
+    read_counters: str = "all",
     gpu_lease: Path | None = None,
 ) -> Verdict:
     """Evaluate `source` on `task`; `plan_sink`, if given, receives what the parent issued.
 
     `read_counters`: once a cuda-mode verdict is correct, read each timed
-    workload's hardware counters in an untimed pass (counters.profile).
+    workload's hardware counters in an untimed pass (counters.profile): "all",
+    "needed" (where a property's counter rule or the timing check uses them), "off".
     `gpu_lease`: the lease folder of a GPU that other evaluations share
     (gpulease): its timed phases then have the GPU to themselves.
     """
@@ -114,7 +116,7 @@ def _evaluate(
     keep_workdir: bool,
     timing: dict[str, float] | None,
     plan_sink: list[Plan] | None,
-    read_counters: bool,
+    read_counters: str,
     started: float,
 ) -> Verdict:
     """`evaluate`'s stages, inside the evaluation's share of the GPU lease."""
@@ -141,7 +143,9 @@ def _evaluate(
             seen.flags.append(protocol.flag("harness_tampering", f"the source names {name}"))
         status, message = child.decide(results, task)
         with stages.phases("counters"):
-            results, env_info["counters"] = stages.counters(status, results, read_counters)
+            results, env_info["counters"] = stages.counters(
+                status, results, read_counters, bool(seen.host_clock)
+            )
         if seen.host_clock:
             inconsistent, env_info["host_overhead"] = settle_host_clock(seen.host_clock, results)
             if inconsistent:
@@ -263,16 +267,21 @@ class _Stages:
         return with_clean_reference(results, clean)
 
     def counters(
-        self, status: Status, results: list[WorkloadOutcome], enabled: bool
+        self, status: Status, results: list[WorkloadOutcome], when: str, host_clock: bool
     ) -> tuple[list[WorkloadOutcome], str]:
-        """For a correct cuda-mode verdict, each timed workload's counters (counters.profile)."""
+        """For a correct cuda-mode verdict, each timed workload's counters (counters.profile);
+        with `when` "needed", only where a property's counter rule or a host-clock excess
+        (timingchecks.settle_host_clock) uses them."""
+        unused = not host_clock and not any(p.counters for p in self.task.properties)
+        if when == "needed" and unused and self.mode is Mode.CUDA and status is Status.CORRECT:
+            return results, NOT_PROFILED["unneeded"]
         return counters.profile(
             task=self.task,
             source=self.source,
             mode=self.mode,
             status=status,
             results=results,
-            enabled=enabled,
+            enabled=when != "off",
             timeout_s=min(self.timeout_s, counters.PROFILE_TIMEOUT_S),
             memory_bytes=self.memory_bytes,
             # A kept scratch folder keeps its caches too.

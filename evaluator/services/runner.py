@@ -57,8 +57,8 @@ class WorkerError(Exception):
 def evaluation_command(
     *, evaluation: Evaluation, catalog_dir: Path, kernel_path: Path
 ) -> list[str]:
-    # The evaluator reads counters by default; the setting can switch them off.
-    counters = [] if settings.D2K_EVALUATION_COUNTERS else ["--no-counters"]
+    # Where the worker reads counters: needed (by a counter rule, or the timing check), all, off.
+    counters = ["--counters", settings.D2K_EVALUATION_COUNTERS]
     # A GPU worker's evaluations take turns on its GPU for their timed phases.
     lease = worker_gpu_lease()
     lease_args = ["--gpu-lease", str(lease)] if lease is not None else []

@@ -448,3 +448,36 @@ def test_the_counters_pass_starts_with_the_childs_compile_caches(tmp_path, monke
     )
     assert sink[0].split() == [".triton/abc/kernel.cubin"]
     assert not (builds / ".triton").exists()
+
+
+@pytest.mark.parametrize(
+    ("slug", "when", "host_clock", "profiled"),
+    [
+        ("row_softmax", "needed", False, None),  # no counter rule, no host-clock excess
+        ("row_softmax", "needed", True, True),  # the timing check needs ncu's kernel times
+        ("gemm_bf16", "needed", False, True),  # its tensor-core property has a counter rule
+        ("row_softmax", "all", False, True),
+        ("row_softmax", "off", False, False),
+    ],
+)
+def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
+    monkeypatch, slug, when, host_clock, profiled
+):
+    from evaluator.harness import orchestrate
+    from evaluator.harness.job import TimingSettings
+    from evaluator.harness.ncu_report import NOT_PROFILED, pass_failed
+
+    calls = []
+
+    def profile(**kwargs):
+        calls.append(kwargs["enabled"])
+        return kwargs["results"], "read by a stand-in"
+
+    monkeypatch.setattr(orchestrate.counters, "profile", profile)
+    task = load_task(DEFAULT_CATALOG_DIR / slug)
+    stages = orchestrate._Stages(task, "", Mode.CUDA, TimingSettings(), {}, 60.0, None)
+    _, note = stages.counters(Status.CORRECT, timed_results(task), when, host_clock)
+    if profiled is None:
+        assert calls == [] and note == NOT_PROFILED["unneeded"] and not pass_failed(note)
+    else:
+        assert calls == [profiled] and note == "read by a stand-in"

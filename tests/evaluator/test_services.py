@@ -136,7 +136,9 @@ def test_cli_gets_the_pinned_package_and_the_source_with_a_scrubbed_env(
     assert argv[:4] == ["-m", "evaluator", "check", "--task"]
     assert argv[4] == "row_softmax"
     assert argv[5] == "--catalog"
-    assert argv[7:] == ["--mode", "interpret", "--timeout", "42", "--json", argv[-1]]
+    assert argv[7:] == [
+        "--mode", "interpret", "--timeout", "42", "--counters", "needed", "--json", argv[-1]
+    ]  # fmt: skip
     assert call["catalog"] == ["row_softmax"]
     assert call["kernel"] == SOURCE
     assert call["kernel_name"] == "my_kernel.py"
@@ -563,7 +565,14 @@ def test_real_cli_a_kernel_dropping_the_tail_is_incorrect_on_the_named_workload(
     assert "check_fp32_4x1000" in evaluation.message
 
 
-@pytest.mark.parametrize(("enabled", "expected"), [(True, []), (False, ["--no-counters"])])
+@pytest.mark.parametrize(
+    ("enabled", "expected"),
+    [
+        ("needed", ["--counters", "needed"]),
+        ("all", ["--counters", "all"]),
+        ("off", ["--counters", "off"]),
+    ],
+)
 def test_the_counters_setting_reaches_the_cli(fake_cli, evaluation, settings, enabled, expected):
     settings.D2K_EVALUATION_COUNTERS = enabled
     settings.D2K_EVALUATOR_TIMEOUT = 42
