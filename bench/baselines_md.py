@@ -39,6 +39,7 @@ from scoring.formulas import (
 )
 from task_catalog.baseline_note import baseline_note as docstring_note
 from taskformat.package import load_task, measured_content, measured_content_hash
+from taskformat.properties import properties_assess
 
 DEFAULT_COMMAND = "python bench/gpu_check.py experts --out gpu-results"
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
@@ -235,6 +236,20 @@ def property_values(verdict: dict[str, Any]) -> dict[str, bool | None] | None:
     }
 
 
+NAIVE_DIR = CATALOG_DIR.parent / "tests" / "catalog" / "negatives"
+
+
+def naive_score(slug: str) -> str:
+    """The task's naive kernel's combined implementation score from its source alone, as
+    interpret mode judges it (no counters, no profiler: provisional), or "—"."""
+    path = NAIVE_DIR / f"{slug}.py"
+    if not path.is_file() or not (CATALOG_DIR / slug / "task.toml").is_file():
+        return "—"
+    found = properties_assess(load_task(CATALOG_DIR / slug).properties, path.read_text())
+    values = {f.key: f.implemented for f in found}
+    return _num(implementation_score(tasks=[(property_rows(slug), values)])["combined"], 0)
+
+
 def implementation_section(measured: dict[str, Any]) -> list[str]:
     """Each expert's implementation score, by the portal's own formula."""
     out = [
@@ -246,10 +261,12 @@ def implementation_section(measured: dict[str, Any]) -> list[str]:
         "counter rules on the ncu counters), scored by the portal's "
         "`scoring.formulas.implementation_score`: 100 × credited weight / total weight. A "
         "property earns its weight when it and all it depends on are implemented; an "
-        "incorrect kernel earns none.",
+        "incorrect kernel earns none. Beside it, the task's naive kernel "
+        "(`tests/catalog/negatives/`) scored from its source alone, as interpret mode "
+        "judges it: provisional, not yet measured on a GPU.",
         "",
-        "| Task | L1 | L2 | L3 | Combined | Not implemented |",
-        "|---|---:|---:|---:|---:|---|",
+        "| Task | L1 | L2 | L3 | Combined | Not implemented | Naive kernel (source) |",
+        "|---|---:|---:|---:|---:|---|---:|",
     ]
     pooled = []
     without = []
@@ -273,13 +290,13 @@ def implementation_section(measured: dict[str, Any]) -> list[str]:
         if credited is not values:
             missing.insert(0, f"all ({status}: no credit)")
         cells = " | ".join(_num(score[b], 0) for b in BUCKETS)
-        out.append(f"| `{slug}` | {cells} | {', '.join(missing) or '—'} |")
+        out.append(f"| `{slug}` | {cells} | {', '.join(missing) or '—'} | {naive_score(slug)} |")
     if pooled:
         total = implementation_score(tasks=pooled)
         cells = " | ".join(_num(total[b], 0) for b in BUCKETS)
-        out.append(f"| {len(pooled)} tasks, pooled | {cells} | |")
+        out.append(f"| {len(pooled)} tasks, pooled | {cells} | | |")
     else:
-        out.append("| — | | | | | no verdict carries its properties |")
+        out.append("| — | | | | | no verdict carries its properties | |")
     if without:
         out += [
             "",

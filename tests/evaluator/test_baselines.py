@@ -436,6 +436,14 @@ def test_markdown_scores_each_experts_properties_with_the_portals_formula(monkey
     assert "without property assessments: `gemm_bf16`." in section
 
 
+def test_the_naive_kernels_scores_stand_beside_the_experts_from_their_source():
+    # The naive GEMM multiplies on the CUDA cores: nothing of the guidance, 0; the naive
+    # transpose reads and writes once (`single_pass`, weight 1 of 10), 10.
+    assert baselines_md.naive_score("gemm_bf16") == "0"
+    assert baselines_md.naive_score("transpose_2d") == "10"
+    assert baselines_md.naive_score("no_such_task") == "—"
+
+
 # -- the committed GPU file ------------------------------------------------------------
 
 
