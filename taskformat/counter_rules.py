@@ -9,6 +9,10 @@ workload of a correct `cuda` verdict:
                                             (e.g. "a single HBM pass")
     {"kind": "tensor_share", "min": 0.5}    share of the kernel's math issued on tensor
                                             cores >= min on every workload (MMA used)
+      "max_instructions_per_flop": 0.002    and, where given, instructions executed per
+                                            FLOP of the workload at most that: the
+                                            products are not (also) done on the CUDA
+                                            cores, whose floor is 1/128 (a warp's FMA)
 
 A workload's counters are `{"dram_bytes", "min_bytes", "tensor_share", "tool"}` or
 None when they could not be read. A rule concludes only from counters that were
@@ -43,7 +47,12 @@ def counter_rule_validate(rule: Mapping[str, Any]) -> None:
         raise CounterRuleError(f"counter rule {kind!r} needs a number {fields[kind]!r}")
     if limit <= 0 or (kind == "tensor_share" and limit > 1):
         raise CounterRuleError(f"counter rule {kind!r}: {fields[kind]} out of range ({limit})")
-    unknown = set(rule) - {"kind", fields[kind]}
+    optional = {"max_instructions_per_flop"} if kind == "tensor_share" else set()
+    for key in optional & set(rule):
+        value = rule[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+            raise CounterRuleError(f"counter rule {kind!r}: {key} must be in (0, 1), not {value!r}")
+    unknown = set(rule) - {"kind", fields[kind]} - optional
     if unknown:
         raise CounterRuleError(f"counter rule {kind!r}: unknown keys {sorted(unknown)}")
 
@@ -99,17 +108,48 @@ def counter_assess(
             f"×{limit:g})"
         )
         return DetectorResult(value=value, rationale=rationale, evidence=evidence, kind="counter")
+    return _tensor_share(rule, workloads, figures)
+
+
+def _tensor_share(
+    rule: Mapping[str, Any],
+    workloads: Sequence[Mapping[str, Any]],
+    figures: list[tuple[str, float, str]],
+) -> DetectorResult | None:
+    """The tensor_share rule: the share, and where the rule bounds them, the instructions
+    executed per FLOP of the workload (None where they cannot be read)."""
     minimum = float(rule["min"])
+    evidence = [f"{n}: tensor-core share {f:.0%} ({t})" for n, f, t in figures]
     value = all(f >= minimum for _, f, _ in figures)
     lowest = min(f for _, f, _ in figures)
-    evidence = tuple(f"{n}: tensor-core share {f:.0%} ({t})" for n, f, t in figures)
     rationale = (
         f"tensor-core share of the math at least {lowest:.0%} on every workload "
         f"(the rule asks {minimum:.0%})"
         if value
         else f"tensor-core share of the math falls to {lowest:.0%} (the rule asks {minimum:.0%})"
     )
-    return DetectorResult(value=value, rationale=rationale, evidence=evidence, kind="counter")
+    bound = rule.get("max_instructions_per_flop")
+    if bound is None:
+        return DetectorResult(value, rationale, tuple(evidence), kind="counter")
+    rates = []
+    for workload in workloads:
+        counters = workload.get("counters")
+        executed = _number(counters.get("instructions")) if isinstance(counters, Mapping) else None
+        flops = _number(workload.get("flops"))
+        if executed is None or flops is None or flops <= 0:
+            return None
+        rates.append(executed / flops)
+    evidence += [
+        f"{name}: {rate:.2e} instructions per FLOP"
+        for (name, _, _), rate in zip(figures, rates, strict=True)
+    ]
+    if value and max(rates) > float(bound):
+        value = False
+        rationale = (
+            f"{max(rates):.2e} instructions per FLOP of the workload: the products run on the "
+            f"CUDA cores too (the rule allows {float(bound):g}; a warp's FMA does 64-128 FLOPs)"
+        )
+    return DetectorResult(value, rationale, tuple(evidence), kind="counter")
 
 
 def counter_pass_failed(note: str) -> DetectorResult:

@@ -35,8 +35,9 @@ def verdict_properties(task: TaskSpec, source: str, verdict: Verdict) -> list[di
     launched = verdict.environment.get("launched_kernels") or None
     timed, failed = None, ""
     if verdict.mode == "cuda" and str(verdict.status) == "correct":
+        flops = {w.name: w.flops for w in task.workloads}
         timed = [
-            {"name": w.name, "counters": w.counters}
+            {"name": w.name, "counters": w.counters, "flops": flops.get(w.name)}
             for w in verdict.workloads
             if str(w.role) == "timed" and not w.hidden
         ]

@@ -13,7 +13,7 @@ from evaluator.models import Evaluation
 from scoring.formulas import counts_for_scoring
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
-from task_catalog.models import DesignProperty
+from task_catalog.models import DesignProperty, Workload
 from taskformat.counter_rules import CounterRuleError, counter_assess, counter_pass_failed
 from taskformat.detectors import DetectorError, DetectorResult, assess
 from taskformat.spec import Mode, WorkloadRole
@@ -68,8 +68,13 @@ def assessments_machine_refresh(*, submission: Submission, evaluation: Evaluatio
     launched = launched_kernels_of(evaluation)
     timed, failed = [], ""
     if evaluation is not None and evaluation.mode == Mode.CUDA and evaluation_counts(evaluation):
+        flops = dict(
+            Workload.objects.filter(version_id=submission.task_version_id).values_list(
+                "name", "flops"
+            )
+        )
         timed = [
-            {"name": r.name, "counters": r.counters}
+            {"name": r.name, "counters": r.counters, "flops": flops.get(r.name)}
             for r in evaluation.results.all()
             if r.role == WorkloadRole.TIMED and not r.hidden
         ]

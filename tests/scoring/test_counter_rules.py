@@ -52,6 +52,40 @@ def test_traffic_evidence_names_the_ratio_and_the_tool():
     assert traffic_ratio({"dram_bytes": 250, "min_bytes": 200}) == 1.25
 
 
+# The catalog's GEMMs: tensor-core share and instructions per FLOP of the workload.
+GEMM = {"kind": "tensor_share", "min": 0.02, "max_instructions_per_flop": 0.002}
+FLOPS = 2 * 4096**3
+
+
+def gemm(instructions, tensor_share, flops=FLOPS):
+    counters = {"instructions": instructions, "tensor_share": tensor_share, "tool": "ncu"}
+    return {"name": "bf16_4096", "counters": counters, "flops": flops}
+
+
+@pytest.mark.parametrize(
+    ("workload", "value"),
+    [
+        # The expert on the H200: 27.1 M instructions, 7.7 % on the tensor cores.
+        (gemm(27_111_424, 0.077), True),
+        # A CUDA-core GEMM padded with unused MMAs up to the share asked: its products
+        # still take at least one warp instruction per 128 FLOPs.
+        (gemm(FLOPS // 128, 0.05), False),
+        (gemm(FLOPS // 128, 0.0), False),
+        (gemm(27_111_424, 0.077, flops=None), None),  # no FLOPs to divide by: no guess
+        (gemm(None, 0.077), None),
+    ],
+)
+def test_the_tensor_core_rule_wants_the_products_off_the_cuda_cores(workload, value):
+    result = counter_assess(GEMM, [workload])
+    if value is None:
+        assert result is None
+    else:
+        assert result is not None and result.value is value, result
+        assert any("instructions per FLOP" in e for e in result.evidence)
+    if value is False and workload["counters"]["tensor_share"]:
+        assert "CUDA cores" in result.rationale
+
+
 @pytest.mark.parametrize(
     "rule",
     [
@@ -61,6 +95,9 @@ def test_traffic_evidence_names_the_ratio_and_the_tool():
         {"kind": "traffic", "max_ratio": 0},
         {"kind": "tensor_share", "min": 1.5},
         {"kind": "traffic", "max_ratio": 1.3, "extra": 1},
+        {"kind": "traffic", "max_ratio": 1.3, "max_instructions_per_flop": 0.002},
+        {"kind": "tensor_share", "min": 0.02, "max_instructions_per_flop": 0},
+        {"kind": "tensor_share", "min": 0.02, "max_instructions_per_flop": "0.002"},
         ["traffic"],
     ],
 )
@@ -79,7 +116,7 @@ def test_the_catalog_loads_counter_rules_and_a_worker_verdict_keeps_the_counters
 
     catalog_load(directory=Path(__file__).resolve().parents[2] / "catalog")
     rule = DesignProperty.objects.get(task__slug="gemm_bf16", key="tensor_core_dot").counters
-    assert rule == {"kind": "tensor_share", "min": 0.02}
+    assert rule == {"kind": "tensor_share", "min": 0.02, "max_instructions_per_flop": 0.002}
     counters = {"dram_bytes": 10, "min_bytes": 8, "tensor_share": None, "tool": "ncu 2025.1"}
     raw = verdict_dict(workloads=[workload_dict("big", role="timed", counters=counters)])
     import json
