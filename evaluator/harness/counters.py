@@ -41,13 +41,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from taskformat.counter_rules import NOT_PROFILED
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
 from . import gpulease, isolation, judge, protocol, redact, sandbox, watchdog
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
-    NOT_PROFILED,
     PERMISSION_CODE,
     CountersError,
     failure_note,

@@ -54,25 +54,6 @@ UNIT_SCALE = {
 }
 
 
-# The notes of a counters pass that never started: the worker reads counters for no one.
-NOT_PROFILED = {
-    "interpret": "not read: interpret mode runs no GPU kernel",
-    "off": "not read: switched off (--no-counters)",
-    "incorrect": "not read: counters are read for correct verdicts only",
-    "untimed": "not read: the task has no timed workload",
-    "no_ncu": "not read: Nsight Compute (ncu) is not installed on this worker",
-    "unneeded": "not read: no design property of this task has a counter rule, and its "
-    "timing needs none (counters: needed)",
-}
-
-
-def pass_failed(note: str) -> bool:
-    """Whether `note` is of a counters pass that started and read nothing (killed, its
-    call failed, ncu's table missing). Its counter rules then find nothing implemented:
-    a pass a submission can make fail must not hand them back to the source."""
-    return note.startswith("not read") and note not in NOT_PROFILED.values()
-
-
 class CountersError(RuntimeError):
     """ncu's output cannot be read as counters; the message says why."""
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskformat import package
+from taskformat.counter_rules import NOT_PROFILED
 from taskformat.spec import Mode, TaskSpec
 
 from . import (
@@ -50,7 +51,6 @@ from .cleanreference import reference_tampering, reusable_clean_reference, with_
 from .decision import decide
 from .job import Plan, TimingSettings
 from .judge import judge
-from .ncu_report import NOT_PROFILED
 from .properties import launched_kernels
 from .protocol import Observed
 from .timingchecks import settle_host_clock

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from taskformat.counter_rules import pass_failed
 from taskformat.properties import properties_assess
 from taskformat.spec import TaskSpec
 
 from .kernelchecks import kernel_base_name, own_kernel_names
-from .ncu_report import pass_failed
 from .reports import OutputReport
 from .verdict import Verdict
 

@@ -8,13 +8,17 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator.harness.ncu_report import pass_failed
 from evaluator.models import Evaluation
 from scoring.formulas import counts_for_scoring
 from scoring.models import Assessment, AssessmentKind, AssessmentSource
 from submissions.models import Submission
 from task_catalog.models import DesignProperty, Workload
-from taskformat.counter_rules import CounterRuleError, counter_assess, counter_pass_failed
+from taskformat.counter_rules import (
+    CounterRuleError,
+    counter_assess,
+    counter_pass_failed,
+    pass_failed,
+)
 from taskformat.detectors import DetectorError, DetectorResult, assess
 from taskformat.spec import Mode, WorkloadRole
 

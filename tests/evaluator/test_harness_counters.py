@@ -465,7 +465,7 @@ def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
 ):
     from evaluator.harness import orchestrate
     from evaluator.harness.job import TimingSettings
-    from evaluator.harness.ncu_report import NOT_PROFILED, pass_failed
+    from taskformat.counter_rules import NOT_PROFILED, pass_failed
 
     calls = []
 
