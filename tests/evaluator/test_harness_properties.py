@@ -21,6 +21,7 @@ EXPERT = ROOT / "catalog" / "row_softmax" / "expert.py"
 GAMING = ROOT / "tests" / "taskformat" / "gaming"
 GAMED = GAMING / "softmax_dead_branch.py"
 GAMED_GEMM = GAMING / "gemm_dead_branch.py"
+PADDED_GEMM = GAMING / "gemm_padded_dot.py"
 # What each gaming kernel fakes in its dead branch: none of it may earn credit.
 FAKED = {
     "row_softmax": ("online_normalizer", "looped_two_pass", "exp2_prescaled", "max_subtraction"),
@@ -88,18 +89,26 @@ def test_a_correct_gemm_with_tensor_core_idioms_in_a_dead_branch_gets_no_credit_
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize(
-    ("task", "path", "kernel"),
-    [("row_softmax", GAMED, "_softmax"), ("gemm_bf16", GAMED_GEMM, "_gemm")],
-    ids=["softmax", "gemm"],
+    ("task", "path", "kernel", "faked"),
+    [
+        ("row_softmax", GAMED, "_softmax", FAKED["row_softmax"]),
+        ("gemm_bf16", GAMED_GEMM, "_gemm", FAKED["gemm_bf16"]),
+        # Live MMAs whose value is added times zero: the source credits them (interpret
+        # mode is provisional); the counters see a CUDA-core GEMM's instructions per FLOP.
+        ("gemm_bf16", PADDED_GEMM, "_gemm", ("tensor_core_dot",)),
+    ],
+    ids=["softmax", "gemm", "gemm-padded"],
 )
-def test_on_the_gpu_idioms_in_a_dead_branch_get_no_credit(task: str, path: Path, kernel: str):
+def test_on_the_gpu_faked_idioms_get_no_credit(task: str, path: Path, kernel: str, faked: tuple):
     verdict = check_json(path, task, "cuda", D2K_HIDDEN_SEED="gaming-gpu")
     assert verdict["status"] == "correct", verdict["message"]
     # The profiler saw the one kernel launched: the source counts only through it.
     assert verdict["environment"]["launched_kernels"] == [kernel]
-    got = {p["key"]: p["implemented"] for p in verdict["properties"]}
-    for faked in FAKED[task]:
-        assert got[faked] is False, (faked, verdict["properties"])
+    got = {p["key"]: p for p in verdict["properties"]}
+    for key in faked:
+        assert got[key]["implemented"] is False, (key, verdict["properties"])
+    if path == PADDED_GEMM:
+        assert got["tensor_core_dot"]["evidence"]["kind"] == "counter"
 
 
 def test_only_the_submissions_own_kernels_that_ran_are_named():
