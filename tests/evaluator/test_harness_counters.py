@@ -481,3 +481,39 @@ def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
         assert calls == [] and note == NOT_PROFILED["unneeded"] and not pass_failed(note)
     else:
         assert calls == [profiled] and note == "read by a stand-in"
+
+
+def measured(name: str, median_ms: float, kernel_ms: float, host_bound_calls: int = 0):
+    from evaluator.harness.verdict import Measurement
+
+    m = Measurement(
+        median_ms=median_ms, iqr_ms=0.0, min_ms=median_ms, calls=40, ref_median_ms=1.0,
+        ref_iqr_ms=0.0, ref_calls=40, cold_start_ms=1.0, host_bound_calls=host_bound_calls,
+    )  # fmt: skip
+    return WorkloadOutcome(
+        name=name, role=WorkloadRole.TIMED, hidden=False, status=Status.CORRECT, measurement=m,
+        counters={"kernel_ms": kernel_ms, "tensor_share": 0.08},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("median_ms", "kernel_ms", "host_bound_calls", "same"),
+    [
+        (1.0, 0.78, 0, True),  # the experts on the H200: 0.78-1.17 of the timed median
+        (1.0, 1.17, 0, True),
+        (1.0, 0.05, 0, False),  # a fast path only under ncu (tensor cores where watched)
+        (1.0, 5.0, 0, False),  # a slow path only under ncu (one pass, where watched)
+        (1.0, 0.05, 30, True),  # host-bound calls: the events timed the host, not kernels
+    ],
+)
+def test_a_profiled_call_that_did_other_work_than_the_timed_ones_is_not_read(
+    median_ms, kernel_ms, host_bound_calls, same
+):
+    results = [measured("big", median_ms, kernel_ms, host_bound_calls)]
+    problem = counters.other_work(results)
+    assert (problem == "") is same, problem
+    if not same:
+        assert problem.startswith("not read: the profiled call of big")
+        from taskformat.counter_rules import pass_failed
+
+        assert pass_failed(problem)  # its counter rules then credit nothing
