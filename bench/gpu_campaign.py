@@ -314,13 +314,7 @@ def summary_print(complete: dict) -> None:
 
 
 def main() -> None:
-    parser = bundles.arguments(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--counters",
-        choices=["needed", "all", "off"],
-        default="needed",
-        help="the workers' D2K_EVALUATION_COUNTERS (default: a deployment's, needed)",
-    )
+    parser = bundles.arguments(__doc__.splitlines()[0], counters="needed")
     args = parser.parse_args()
     started = time.monotonic()
     directory: Path = args.dir.resolve()
@@ -330,7 +324,7 @@ def main() -> None:
     if state.get("complete"):
         summary_print(state["complete"])
         return
-    portal = bundles.portal_for(directory, args, counters=args.counters)
+    portal = bundles.portal_for(directory, args)
 
     def save() -> None:
         state_path.write_text(json.dumps(state, indent=1))

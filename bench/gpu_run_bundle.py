@@ -2,6 +2,7 @@
 
     python bench/gpu_run_bundle.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
                                        [--keep-workers] [--snapshot FOLDER] [--kernels naive]
+                                       [--counters all|needed|off]
     python bench/gpu_run_bundle.py DIR --export baselines.json
 
 The first call on an empty DIR builds a portal there on the embedded default
@@ -10,8 +11,9 @@ task's expert kernel (`--kernels naive`: its naive Triton kernel, from
 tests/catalog/negatives) into one bundle (`kernels/<task>.py`, a manifest without
 guidance levels) and uploads it through `POST /api/runs/` to the portal's own
 web server. Then it runs one `manage.py evaluation_worker` per GPU of
-`--gpus` (pinned to it) in cuda mode, counters on, as a deployment does
-(`--evaluations-per-gpu` at once on each GPU, under its lease), and prints
+`--gpus` (pinned to it) in cuda mode, `--evaluations-per-gpu` at once on each
+GPU under its lease, counters read for every task (`--counters needed`: only
+where a design property needs them, as a deployment does), and prints
 a line for each evaluation that finishes: its time, the time of each of its
 parts (the child, the judge, the clean reference, the counters pass; the
 child's stages after them), the GPU (UUID) it ran on.
@@ -300,8 +302,9 @@ def summary(rows: list[dict], state: dict) -> dict:
     }
 
 
-def arguments(description: str) -> argparse.ArgumentParser:
-    """The options of a call that evaluates uploaded runs with GPU workers."""
+def arguments(description: str, counters: str = "all") -> argparse.ArgumentParser:
+    """The options of a call that evaluates uploaded runs with GPU workers; `counters` is
+    the default of its workers' D2K_EVALUATION_COUNTERS."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("dir", type=Path)
     parser.add_argument("--deadline-s", type=float, default=520.0)
@@ -328,17 +331,23 @@ def arguments(description: str) -> argparse.ArgumentParser:
         default=4,
         help="evaluations each worker runs at once on its GPU (D2K_EVALUATIONS_PER_GPU)",
     )
+    parser.add_argument(
+        "--counters",
+        choices=["needed", "all", "off"],
+        default=counters,
+        help=f"the workers' D2K_EVALUATION_COUNTERS (default: {counters})",
+    )
     return parser
 
 
-def portal_for(directory: Path, args: argparse.Namespace, counters: str = "all") -> Portal:
+def portal_for(directory: Path, args: argparse.Namespace) -> Portal:
     """The portal in DIR on SQLite, its workers in `args.mode` on `args.hardware`, reading
-    counters where `counters` says (D2K_EVALUATION_COUNTERS: every verdict of a
-    baselines run carries its DRAM traffic)."""
+    counters where `args.counters` says (D2K_EVALUATION_COUNTERS; by default every verdict
+    of a baselines run carries its DRAM traffic)."""
     return Portal(
         directory,
         database="sqlite",
-        D2K_EVALUATION_COUNTERS=counters,
+        D2K_EVALUATION_COUNTERS=args.counters,
         D2K_EVALUATIONS_PER_GPU=str(args.evaluations_per_gpu),
         D2K_EVALUATOR_MODE=args.mode,
         D2K_HARDWARE_POOLS=args.hardware,
