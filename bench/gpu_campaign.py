@@ -350,9 +350,8 @@ def main() -> None:
         workers = bundles.workers_running(portal, state, args, save)
         for pk in state["runs"].values():
             bundles.run_validated(portal, pk, deadline=started + args.deadline_s)
-        rows = bundles.evaluations_watch(
-            portal, state, workers, until=started + args.deadline_s, save=save
-        )
+        until = bundles.watch_until(started, args)
+        rows = bundles.evaluations_watch(portal, state, workers, until=until, save=save)
         finished = [r for r in rows if r["finished"]]
         print(f"\n{len(finished)} of {len(rows)} evaluations finished", flush=True)
         if len(finished) == len(rows):
@@ -366,9 +365,10 @@ def main() -> None:
         else:
             keep = args.keep_workers
     finally:
-        bundles.workers_release(portal, state, keep=keep, workers=workers)
+        # The snapshot first: a call cut short while its workers stop still leaves it.
         if args.snapshot:
             bundles.snapshot(directory, args.snapshot)
+        bundles.workers_release(portal, state, keep=keep, workers=workers)
 
 
 if __name__ == "__main__":

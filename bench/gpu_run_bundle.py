@@ -18,7 +18,9 @@ a line for each evaluation that finishes: its time, the time of each of its
 parts (the child, the judge, the clean reference, the counters pass; the
 child's stages after them), the GPU (UUID) it ran on.
 
-A device call has a time limit, so a call ends at `--deadline-s`. With
+A device call has a time limit, so a call ends by `--deadline-s` (seconds from
+its start): it stops watching STOP_S earlier when it is to stop the workers, writes
+the snapshot, then stops them (a worker gets 30 s to end its evaluations). With
 `--keep-workers` the workers run on (each runs in a session of its own) and
 the next call on the same DIR, on the same machine, watches them: the run is
 evaluated by the same worker processes from start to end. Without it, or
@@ -411,6 +413,15 @@ def evaluations_watch(
         time.sleep(5)
 
 
+# What a call keeps of its deadline to stop the workers and write its snapshot.
+STOP_S = 45.0
+
+
+def watch_until(started: float, args: argparse.Namespace) -> float:
+    """When the call stops watching: its deadline, less STOP_S unless the workers run on."""
+    return started + args.deadline_s - (0.0 if args.keep_workers else STOP_S)
+
+
 def workers_release(portal: Portal, state: dict, *, keep: bool, workers: list[int]) -> None:
     """At the end of a call: leave the workers running (`keep`), or stop them and every
     process of the portal."""
@@ -490,7 +501,8 @@ def main() -> None:
         workers = workers_running(portal, state, args, save)
         # Before its evaluations exist: a run still validating has none, all finished.
         run_validated(portal, state["run"], deadline=started + args.deadline_s)
-        rows = evaluations_watch(portal, state, workers, until=started + args.deadline_s, save=save)
+        until = watch_until(started, args)
+        rows = evaluations_watch(portal, state, workers, until=until, save=save)
         finished = [r for r in rows if r["finished"]]
         print(f"\n{len(finished)} of {len(rows)} evaluations finished", flush=True)
         if len(finished) == len(rows):
@@ -500,9 +512,10 @@ def main() -> None:
         else:
             keep = args.keep_workers
     finally:
-        workers_release(portal, state, keep=keep, workers=workers)
+        # The snapshot first: a call cut short while its workers stop still leaves it.
         if args.snapshot:
             snapshot(directory, args.snapshot)
+        workers_release(portal, state, keep=keep, workers=workers)
 
 
 if __name__ == "__main__":
