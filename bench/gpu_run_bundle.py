@@ -16,7 +16,8 @@ GPU under its lease, counters read for every task (`--counters needed`: only
 where a design property needs them, as a deployment does), and prints
 a line for each evaluation that finishes: its time, the time of each of its
 parts (the child, the judge, the clean reference, the counters pass; the
-child's stages after them), the GPU (UUID) it ran on.
+child's stages after them; the seconds it held the GPU alone, waited for it and
+was frozen for another evaluation's timed phase), the GPU (UUID) it ran on.
 
 A device call has a time limit, so a call ends by `--deadline-s` (seconds from
 its start): it stops watching STOP_S earlier when it is to stop the workers, writes
@@ -92,7 +93,9 @@ print(json.dumps([
      "hardware": e.hardware, "worker": e.worker, "message": e.message[:160],
      "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", ""),
      "phases": (e.environment or {}).get("phase_seconds") or {},
-     "stages": (e.environment or {}).get("child_stages") or {}}
+     "stages": (e.environment or {}).get("child_stages") or {},
+     "lease": {k: v for k, v in ((e.environment or {}).get("gpu_lease") or {}).items()
+               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s")}}
     for e in rows
 ]))
 """
@@ -273,6 +276,10 @@ def report(rows: list[dict], seen: set[int]) -> None:
             if row.get("stages"):
                 stages = " ".join(f"{k} {v:.1f}" for k, v in row["stages"].items())
                 phases = f"{phases}; child: {stages}"
+            if row.get("lease"):
+                # The GPU alone (held), waiting for it, frozen for another's timed phase.
+                lease = " ".join(f"{k[:-2]} {v:.0f}s" for k, v in row["lease"].items())
+                phases = f"{phases}; lease: {lease}"
             print(
                 f"{row['task']:24} {row['status']:10} {row['seconds'] or 0:6.1f} s ({phases})  "
                 f"attempts {row['attempts']}  {row['uuid'] or '-'}  {row['message'][:70]}",
@@ -286,6 +293,7 @@ def summary(rows: list[dict], state: dict) -> dict:
     per_gpu: dict[str, int] = {}
     phases: dict[str, float] = {}
     stages: dict[str, float] = {}
+    lease: dict[str, float] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
@@ -293,11 +301,17 @@ def summary(rows: list[dict], state: dict) -> dict:
             phases[name] = round(phases.get(name, 0.0) + seconds, 1)
         for name, seconds in r.get("stages", {}).items():
             stages[name] = round(stages.get(name, 0.0) + seconds, 1)
+        for name, seconds in r.get("lease", {}).items():
+            lease[name] = round(lease.get(name, 0.0) + seconds, 1)
     return {
         "worker_s": round(sum(s["end"] - s["start"] for s in state["segments"]), 1),
         "evaluations_s": round(sum(r["seconds"] or 0 for r in rows), 1),
         "phases_s": phases,
         "child_stages_s": stages,
+        # The GPU lease: seconds the evaluations held the GPU alone, waited for it, and
+        # spent frozen for another's timed phase (under one lease the held seconds of a
+        # GPU add up to at most its wall time).
+        "lease_s": lease,
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),
