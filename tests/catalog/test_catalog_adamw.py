@@ -5,9 +5,6 @@ order of operations, against the fp64 reference, by the evaluator's own comparis
 """
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,16 +13,10 @@ from evaluator.harness.compare import compare_tensor
 from evaluator.harness.workload import load_module
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode
+from tests.bench_scripts import bench_script
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = load_task(DEFAULT_CATALOG_DIR / "fused_adamw")
-SPEC = importlib.util.spec_from_file_location(
-    "adamw_bench", ROOT / "bench" / "adamw_false_failures.py"
-)
-assert SPEC is not None and SPEC.loader is not None
-BENCH = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = BENCH  # its dataclass looks its module up there
-SPEC.loader.exec_module(BENCH)
+BENCH = bench_script("adamw_false_failures")
 
 
 def test_an_honest_fp32_step_passes_on_2000_seeds_of_the_one_element_workload():

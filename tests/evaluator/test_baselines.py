@@ -4,7 +4,6 @@ Every GPU number below is a test fixture, invented for these tests: the real fil
 produced on a GPU by `bench/gpu_check.py experts` and committed as docs/baselines.json.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,13 +14,12 @@ from django.core.management import CommandError, call_command
 from evaluator.models import Evaluation, EvaluationStatus
 from evaluator.services import EXPERT_USERNAME, BaselineImportError, baseline_import
 from submissions.models import Submission
+from tests.bench_scripts import bench_script
 from tests.evaluator.fake_cli import verdict_dict, workload_dict
 from tests.factories import TaskVersionFactory, WorkloadFactory
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("baselines_md", ROOT / "bench" / "baselines_md.py")
-baselines_md = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(baselines_md)
+baselines_md = bench_script("baselines_md")
 
 pytestmark = pytest.mark.django_db
 

@@ -5,19 +5,8 @@ to stop its workers stops watching early enough to do so within its deadline."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bundles():
-    spec = importlib.util.spec_from_file_location(
-        "gpu_run_bundle", ROOT / "bench" / "gpu_run_bundle.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_scripts import bench_script
 
 
 def _row(pk: int, lease: dict) -> dict:
@@ -29,7 +18,7 @@ def _row(pk: int, lease: dict) -> dict:
 
 
 def test_each_line_and_the_totals_say_what_the_gpu_lease_cost(capsys):
-    bundles = _bundles()
+    bundles = bench_script("gpu_run_bundle")
     rows = [
         _row(1, {"exclusive_held_s": 12.4, "exclusive_wait_s": 3.0, "frozen_s": 30.2}),
         _row(2, {"exclusive_held_s": 8.0, "exclusive_wait_s": 1.5, "frozen_s": 0.0}),
@@ -45,7 +34,7 @@ def test_each_line_and_the_totals_say_what_the_gpu_lease_cost(capsys):
 
 
 def test_a_call_that_stops_its_workers_stops_watching_before_its_deadline():
-    bundles = _bundles()
+    bundles = bench_script("gpu_run_bundle")
     stop = argparse.Namespace(deadline_s=500.0, keep_workers=False)
     keep = argparse.Namespace(deadline_s=500.0, keep_workers=True)
     assert bundles.watch_until(1000.0, stop) == 1000.0 + 500.0 - bundles.STOP_S

@@ -11,7 +11,6 @@ with a clock: the limits are generous and only bound a hang.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench_scripts import bench_script
 from tests.small_checks import catalog_with_smallest_checks
 
 pytestmark = pytest.mark.slow
@@ -32,15 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_campaign.py"
 TASKS = ["row_softmax", "transpose_2d"]
 WAIT_S = 1800  # four interpret-mode evaluations on a busy 2-core machine
-
-
-def _bundles_module():
-    spec = importlib.util.spec_from_file_location(
-        "gpu_run_bundle", ROOT / "bench" / "gpu_run_bundle.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _when(stamp: str) -> datetime:
@@ -68,7 +59,7 @@ def directory(tmp_path):
         yield directory
     finally:
         state_path = directory / "state.json"
-        alive = _bundles_module().worker_alive
+        alive = bench_script("gpu_run_bundle").worker_alive
         pids = json.loads(state_path.read_text()).get("workers", []) if state_path.exists() else []
         for pid in [pid for pid in pids if alive(pid, directory)]:
             os.kill(pid, signal.SIGTERM)

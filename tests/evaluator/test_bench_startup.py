@@ -1,16 +1,10 @@
 """bench/gpu_startup.py reads `python -X importtime` as Python writes it."""
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench_scripts import bench_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gpu_startup", ROOT / "bench" / "gpu_startup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("gpu_startup")
 
 
 def test_the_slowest_imports_are_ranked_by_their_cumulative_time():

@@ -1,24 +1,20 @@
 """The judge's doors: the rubric, `POST /api/assessments/`, and bench/judge_client.py
 against a fake OpenAI-compatible endpoint and the live test server."""
 
-import importlib.util
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from scoring.models import Assessment, RunScore
+from tests.bench_scripts import bench_script
 from tests.factories import RunFactory, SubmissionFactory, UserFactory, api_token_key
 from tests.scoring.conftest import SOURCE_GOOD
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("judge_client", ROOT / "bench" / "judge_client.py")
-judge_client = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(judge_client)
+judge_client = bench_script("judge_client")
 
 
 def judge_user():
