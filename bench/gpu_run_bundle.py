@@ -291,27 +291,27 @@ def summary(rows: list[dict], state: dict) -> dict:
     """The finished run's totals: worker time, the evaluations' own times, the verdicts."""
     counts: dict[str, int] = {}
     per_gpu: dict[str, int] = {}
-    phases: dict[str, float] = {}
-    stages: dict[str, float] = {}
-    lease: dict[str, float] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         per_gpu[r["uuid"] or "?"] = per_gpu.get(r["uuid"] or "?", 0) + 1
-        for name, seconds in r["phases"].items():
-            phases[name] = round(phases.get(name, 0.0) + seconds, 1)
-        for name, seconds in r.get("stages", {}).items():
-            stages[name] = round(stages.get(name, 0.0) + seconds, 1)
-        for name, seconds in r.get("lease", {}).items():
-            lease[name] = round(lease.get(name, 0.0) + seconds, 1)
+
+    def added(key: str) -> dict[str, float]:
+        """The rows' seconds under `key`, name by name."""
+        total: dict[str, float] = {}
+        for r in rows:
+            for name, seconds in (r.get(key) or {}).items():
+                total[name] = round(total.get(name, 0.0) + seconds, 1)
+        return total
+
     return {
         "worker_s": round(sum(s["end"] - s["start"] for s in state["segments"]), 1),
         "evaluations_s": round(sum(r["seconds"] or 0 for r in rows), 1),
-        "phases_s": phases,
-        "child_stages_s": stages,
+        "phases_s": added("phases"),
+        "child_stages_s": added("stages"),
         # The GPU lease: seconds the evaluations held the GPU alone, waited for it, and
         # spent frozen for another's timed phase (under one lease the held seconds of a
         # GPU add up to at most its wall time).
-        "lease_s": lease,
+        "lease_s": added("lease"),
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),
