@@ -14,6 +14,7 @@ import: this runs anywhere.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -250,8 +251,67 @@ def naive_score(slug: str) -> str:
     return _num(implementation_score(tasks=[(property_rows(slug), values)])["combined"], 0)
 
 
-def implementation_section(measured: dict[str, Any]) -> list[str]:
-    """Each expert's implementation score, by the portal's own formula."""
+def credited_properties(
+    slug: str, verdict: dict[str, Any]
+) -> tuple[list[PropertyRow], dict[str, bool | None], dict[str, bool | None]] | None:
+    """The task's property rows, the verdict's assessments and what of them earns credit:
+    only a kernel that counts earns any, as on the portal (scoring.services.scores); an
+    incorrect one's properties score as a missing kernel's. None without assessments."""
+    values = property_values(verdict)
+    rows = property_rows(slug)
+    if values is None or not rows:
+        return None
+    status = str(verdict.get("status") or "?")
+    return rows, values, values if counts_for_scoring(status=status) else {}
+
+
+def naive_cell(slug: str, naive: dict[str, Any] | None) -> str:
+    """The naive kernel's combined score: as the portal scored its GPU verdict (its status
+    beside it when it is not `correct`), else from its source alone."""
+    verdict = (naive or {}).get(slug)
+    found = credited_properties(slug, verdict) if isinstance(verdict, dict) else None
+    if found is None or not gpu_name(verdict or {}):
+        return naive_score(slug) + (" (source)" if naive is not None else "")
+    rows, _, credited = found
+    score = _num(implementation_score(tasks=[(rows, credited)])["combined"], 0)
+    status = str((verdict or {}).get("status"))
+    return score if status == "correct" else f"{score} ({status})"
+
+
+def naive_pooled(naive: dict[str, Any]) -> str:
+    """The naive kernels' GPU verdicts pooled, combined score, or "" without any."""
+    pooled = [
+        (found[0], found[2])
+        for slug, verdict in naive.items()
+        if isinstance(verdict, dict) and gpu_name(verdict)
+        if (found := credited_properties(slug, verdict)) is not None
+    ]
+    return _num(implementation_score(tasks=pooled)["combined"], 0) if pooled else ""
+
+
+def implementation_section(
+    measured: dict[str, Any], naive: dict[str, Any] | None = None
+) -> list[str]:
+    """Each expert's implementation score, by the portal's own formula, and the naive
+    kernel's beside it."""
+    if naive is None:
+        beside = (
+            "Beside it, the task's naive kernel (`tests/catalog/negatives/`) scored from its "
+            "source alone, as interpret mode judges it: provisional, not yet measured on a GPU."
+        )
+        column = "Naive kernel (source)"
+    else:
+        gpus = sorted({gpu_name(v) for v in naive.values() if isinstance(v, dict) and gpu_name(v)})
+        versions = sorted(
+            {str(v.get("evaluator_version")) for v in naive.values() if isinstance(v, dict)}
+        )
+        beside = (
+            "Beside it, the naive kernel (`tests/catalog/negatives/`) as the portal scored "
+            f"it on the GPU ({', '.join(gpus) or 'none'}, evaluator {', '.join(versions)}): "
+            "one that is not `correct` earns nothing (its verdict in brackets); `source`: no "
+            "GPU verdict, scored from its source alone (provisional)."
+        )
+        column = "Naive kernel"
     out = [
         "",
         "## Implementation score on the H200",
@@ -261,25 +321,20 @@ def implementation_section(measured: dict[str, Any]) -> list[str]:
         "counter rules on the ncu counters), scored by the portal's "
         "`scoring.formulas.implementation_score`: 100 × credited weight / total weight. A "
         "property earns its weight when it and all it depends on are implemented; an "
-        "incorrect kernel earns none. Beside it, the task's naive kernel "
-        "(`tests/catalog/negatives/`) scored from its source alone, as interpret mode "
-        "judges it: provisional, not yet measured on a GPU.",
+        "incorrect kernel earns none. " + beside,
         "",
-        "| Task | L1 | L2 | L3 | Combined | Not implemented | Naive kernel (source) |",
+        f"| Task | L1 | L2 | L3 | Combined | Not implemented | {column} |",
         "|---|---:|---:|---:|---:|---|---:|",
     ]
     pooled = []
     without = []
     for slug, verdict in measured.items():
-        values = property_values(verdict)
-        rows = property_rows(slug)
-        if values is None or not rows:
+        found = credited_properties(slug, verdict)
+        if found is None:
             without.append(slug)
             continue
-        # Only a kernel that counts earns credit, as on the portal (scoring.services.scores):
-        # an incorrect one's properties score as a missing kernel's.
+        rows, values, credited = found
         status = str(verdict.get("status") or "?")
-        credited = values if counts_for_scoring(status=status) else {}
         pooled.append((rows, credited))
         score = implementation_score(tasks=[(rows, credited)])
         missing = [
@@ -290,11 +345,14 @@ def implementation_section(measured: dict[str, Any]) -> list[str]:
         if credited is not values:
             missing.insert(0, f"all ({status}: no credit)")
         cells = " | ".join(_num(score[b], 0) for b in BUCKETS)
-        out.append(f"| `{slug}` | {cells} | {', '.join(missing) or '—'} | {naive_score(slug)} |")
+        naive_text = naive_cell(slug, naive)
+        out.append(f"| `{slug}` | {cells} | {', '.join(missing) or '—'} | {naive_text} |")
     if pooled:
         total = implementation_score(tasks=pooled)
         cells = " | ".join(_num(total[b], 0) for b in BUCKETS)
-        out.append(f"| {len(pooled)} tasks, pooled | {cells} | | |")
+        beside_total = naive_pooled(naive or {})
+        tail = f" {beside_total} |" if beside_total else " |"
+        out.append(f"| {len(pooled)} tasks, pooled | {cells} | |{tail}")
     else:
         out.append("| — | | | | | no verdict carries its properties | |")
     if without:
@@ -307,8 +365,16 @@ def implementation_section(measured: dict[str, Any]) -> list[str]:
     return out
 
 
-def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND) -> str:
-    """The markdown page for `data` ({task_slug: verdict})."""
+def render(
+    data: dict[str, Any],
+    *,
+    source: str,
+    command: str = DEFAULT_COMMAND,
+    naive: dict[str, Any] | None = None,
+    naive_source: str = "",
+) -> str:
+    """The markdown page for `data` ({task_slug: verdict}), with the naive kernels' GPU
+    verdicts `naive` (read from `naive_source`) beside the experts' implementation scores."""
     measured = {slug: v for slug, v in data.items() if isinstance(v, dict) and gpu_name(v)}
     unmeasured = {slug: v for slug, v in data.items() if slug not in measured}
     out = [
@@ -337,7 +403,18 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
         "",
         f"- Produced by: `{command}` (file `{source}`)",
         f"- Shown on the portal by: `python manage.py import_baselines {source}`",
-        f"- This page: `python bench/baselines_md.py {source} --out docs/baselines.md`",
+        *(
+            [
+                "- The naive kernels' verdicts: `python bench/gpu_campaign.py DIR --export "
+                f"FOLDER`, the run without guidance (file `{naive_source}`)"
+            ]
+            if naive_source
+            else []
+        ),
+        "- This page: `python bench/baselines_md.py "
+        + source
+        + (f" --naive {naive_source}" if naive_source else "")
+        + " --out docs/baselines.md`",
         "",
         "## Environment",
         "",
@@ -404,7 +481,7 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
             "CPU as well as the GPU."
         ]
     out += traffic_section(measured)
-    out += implementation_section(measured)
+    out += implementation_section(measured, naive)
     for slug, verdict in measured.items():
         speedup, sol, _ = task_geomeans(verdict)
         out += ["", f"## `{slug}`", ""]
@@ -466,19 +543,39 @@ def render(data: dict[str, Any], *, source: str, command: str = DEFAULT_COMMAND)
     return "\n".join(out) + "\n"
 
 
+def read_verdicts(parser: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
+    """{task slug: verdict} from a .json or .json.gz file; exits 2 with a sentence if not."""
+    try:
+        raw = path.read_bytes()
+        data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    except (OSError, ValueError, EOFError) as exc:
+        parser.exit(2, f"cannot read {path} as JSON: {exc}\n")
+    if not isinstance(data, dict):
+        parser.exit(2, f"{path} is not a JSON object of task slug -> verdict\n")
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", type=Path, help="e.g. docs/baselines.json")
     parser.add_argument("--out", type=Path, help="default: print to stdout")
     parser.add_argument("--command", default=DEFAULT_COMMAND, help="the command that made it")
+    parser.add_argument(
+        "--naive",
+        type=Path,
+        help="the naive kernels' GPU verdicts, {task: verdict} (.json or .json.gz): "
+        "bench/gpu_campaign.py --export's without.json",
+    )
     args = parser.parse_args(argv)
-    try:
-        data = json.loads(args.json.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        parser.exit(2, f"cannot read {args.json} as JSON: {exc}\n")
-    if not isinstance(data, dict):
-        parser.exit(2, f"{args.json} is not a JSON object of task slug -> verdict\n")
-    text = render(data, source=str(args.json), command=args.command)
+    data = read_verdicts(parser, args.json)
+    naive = read_verdicts(parser, args.naive) if args.naive else None
+    text = render(
+        data,
+        source=str(args.json),
+        command=args.command,
+        naive=naive,
+        naive_source=str(args.naive or ""),
+    )
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     else:

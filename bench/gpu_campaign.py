@@ -5,6 +5,7 @@ wall time from the upload to the last verdict, read from the portal's own rows.
                                      [--keep-workers] [--snapshot FOLDER]
                                      [--mode cuda|interpret] [--tasks a,b]
                                      [--evaluations-per-gpu 4] [--counters needed]
+    python bench/gpu_campaign.py DIR --export FOLDER
 
 The first call on an empty DIR builds a portal there as bench/gpu_run_bundle.py does
 (SQLite, django-q2's ORM broker, the catalog loaded) and packs two run bundles of the
@@ -26,7 +27,10 @@ the database and `GET /api/runs/<id>/` show it, and whether the campaign meets t
 target (≤ 20 minutes, ≤ 23 s per evaluation). Beside it, each run's figures as the
 portal computes them (`GET /api/runs/<id>/`: correct tasks, correctness rate,
 Performance Score, geomean speedup with its N, the uplift). A later call on a complete
-DIR prints the stored summary again.
+DIR prints the stored summary again. `--export FOLDER` writes each run's finished
+verdicts, with the design properties the portal assessed from what ran, to
+FOLDER/without.json and FOLDER/with.json, in the format of docs/baselines.json
+(bench/baselines_md.py reads the naive side with `--naive`).
 
 The wall time counts every second from the upload: the workers' start-up, and the time
 between calls where a call left no worker running (`worker_segments` > 1: then the
@@ -313,14 +317,34 @@ def summary_print(complete: dict) -> None:
         )
 
 
+def export(portal: Portal, runs: dict[str, int], folder: Path) -> None:
+    """Each run's finished verdicts as {task: verdict} (bench/gpu_run_bundle.py's export,
+    the format of docs/baselines.json), to FOLDER/<side>.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for side, run in runs.items():
+        path = folder / f"{side}.json"
+        path.write_text(json.dumps(bundles.exported(portal, run), indent=1))
+        print(f"wrote {path}")
+
+
 def main() -> None:
     parser = bundles.arguments(__doc__.splitlines()[0], counters="needed")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        help="write each run's finished verdicts to FOLDER/without.json and FOLDER/with.json",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     directory: Path = args.dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     state_path = directory / "state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    if args.export:
+        if not state.get("runs"):
+            raise SystemExit(f"{directory} holds no campaign to export")
+        export(bundles.portal_for(directory, args), state["runs"], args.export)
+        return
     if state.get("complete"):
         summary_print(state["complete"])
         return

@@ -111,36 +111,49 @@ EXPORT = """
 import json, sys
 from evaluator.models import Evaluation, EvaluationStatus
 from scoring.models import Assessment
-out = {}
-for e in (Evaluation.objects.select_related("submission__task_version__task")
-          .prefetch_related("results").order_by("pk")):
+run = {run}
+rows = Evaluation.objects.select_related("submission__task_version__task")
+if run is not None:
+    rows = rows.filter(submission__run_id=run)
+out = {{}}
+for e in rows.prefetch_related("results").order_by("pk"):
     if e.finished_at is None:
         continue
     version = e.submission.task_version
-    out[version.task.slug] = {
+    out[version.task.slug] = {{
         "status": e.status, "message": e.message, "flags": e.flags,
         "environment": e.environment, "task": version.task.slug, "mode": e.mode,
         "evaluator_version": e.evaluator_version, "task_hash": version.content_hash,
         "wall_seconds": (e.finished_at - e.started_at).total_seconds(),
         "public_log": e.public_log,
         "workloads": [
-            {"name": r.name, "role": r.role, "hidden": r.hidden, "status": r.status,
+            {{"name": r.name, "role": r.role, "hidden": r.hidden, "status": r.status,
              "message": r.message, "max_abs_err": r.max_abs_err, "rel_err": r.rel_err,
              "median_ms": r.median_ms, "ref_median_ms": r.ref_median_ms,
              "speedup": r.speedup, "achieved_tflops": r.achieved_tflops,
              "achieved_tbps": r.achieved_tbps, "sol_fraction": r.sol_fraction,
-             "timing": r.timing, "counters": r.counters}
+             "timing": r.timing, "counters": r.counters}}
             for r in e.results.filter(hidden=False).order_by("position")
         ],
         "properties": [
-            {"key": a.property.key, "level": a.property.level, "implemented": a.value,
-             "evidence": {"kind": a.evidence_kind, "excerpt": a.evidence}}
+            {{"key": a.property.key, "level": a.property.level, "implemented": a.value,
+             "evidence": {{"kind": a.evidence_kind, "excerpt": a.evidence}}}}
             for a in Assessment.objects.filter(submission=e.submission, kind="implemented")
             .select_related("property").order_by("property__position")
         ],
-    }
+    }}
 print(json.dumps(out))
 """
+
+
+def exported(portal: Portal, run: int | None = None) -> dict[str, dict]:
+    """The finished evaluations (of run `run`, or all of them) as {task: verdict}, from the
+    portal's own rows, each naming the file it was timed against."""
+    verdicts = json.loads(portal.manage("shell", "-c", EXPORT.format(run=run)).splitlines()[-1])
+    for slug, verdict in verdicts.items():
+        has_baseline = (ROOT / "catalog" / slug / "baseline.py").exists()
+        verdict["timed_against"] = "baseline.py" if has_baseline else "reference.py"
+    return verdicts
 
 
 def expert_path(slug: str) -> Path:
@@ -477,11 +490,7 @@ def main() -> None:
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     portal = portal_for(directory, args)
     if args.export:
-        verdicts = json.loads(portal.manage("shell", "-c", EXPORT).splitlines()[-1])
-        for slug, verdict in verdicts.items():
-            has_baseline = (ROOT / "catalog" / slug / "baseline.py").exists()
-            verdict["timed_against"] = "baseline.py" if has_baseline else "reference.py"
-        args.export.write_text(json.dumps(verdicts, indent=1))
+        args.export.write_text(json.dumps(exported(portal), indent=1))
         print(f"wrote {args.export}")
         return
 

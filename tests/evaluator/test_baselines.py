@@ -4,7 +4,9 @@ Every GPU number below is a test fixture, invented for these tests: the real fil
 produced on a GPU by `bench/gpu_check.py experts` and committed as docs/baselines.json.
 """
 
+import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -475,4 +477,65 @@ def test_the_committed_baselines_page_is_generated_from_the_committed_file():
     produced_by = next(line for line in text.splitlines() if line.startswith("- Produced by: `"))
     command = produced_by.removeprefix("- Produced by: `").split("` (file ")[0]
     data = json.loads((ROOT / "docs" / "baselines.json").read_text())
-    assert text == baselines_md.render(data, source="docs/baselines.json", command=command)
+    # The naive kernels' GPU verdicts, where the page names a file of them.
+    this_page = next(line for line in text.splitlines() if line.startswith("- This page: `"))
+    naive_source = this_page.split(" --naive ")[1].split()[0] if " --naive " in this_page else ""
+    naive = (
+        json.loads(gzip.decompress((ROOT / naive_source).read_bytes())) if naive_source else None
+    )
+    assert text == baselines_md.render(
+        data,
+        source="docs/baselines.json",
+        command=command,
+        naive=naive,
+        naive_source=naive_source,
+    )
+
+
+def test_the_naive_kernels_gpu_verdicts_are_scored_as_the_portal_scores_them(tmp_path):
+    # A correct naive transpose that reads and writes once earns `single_pass` (10); an
+    # incorrect naive kernel earns nothing whatever its properties say, and its verdict
+    # stands beside its 0; a task with no naive GPU verdict keeps its source score.
+    def assessed(slug: str, verdict: dict, implemented) -> dict:
+        verdict["properties"] = [
+            {"key": r.key, "level": r.level, "implemented": implemented(r.key)}
+            for r in baselines_md.property_rows(slug)
+        ]
+        return verdict
+
+    experts = {
+        slug: assessed(slug, gpu_verdict(slug), lambda key: True)
+        for slug in ("gemm_bf16", "row_softmax", "transpose_2d")
+    }
+    wrong = gpu_verdict("row_softmax")
+    wrong["status"] = "incorrect"
+    naive = {
+        "transpose_2d": assessed(
+            "transpose_2d", gpu_verdict("transpose_2d"), lambda key: key == "single_pass"
+        ),
+        "row_softmax": assessed("row_softmax", wrong, lambda key: True),
+    }
+    path = tmp_path / "without.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(naive).encode()))
+    out = tmp_path / "baselines.md"
+
+    source = str(write_json(tmp_path, experts))
+    assert baselines_md.main([source, "--naive", str(path), "--out", str(out)]) == 0
+
+    text = out.read_text()
+    section = text.split("## Implementation score on the H200")[1].split("\n## ")[0]
+    assert "| Naive kernel |" in section and "scored it on the GPU" in section
+    assert "| `transpose_2d` | 100 | 100 | 100 | 100 | — | 10 |" in section
+    assert re.search(r"\| `row_softmax` \|[^\n]*\| 0 \(incorrect\) \|", section)
+    assert re.search(r"\| `gemm_bf16` \|[^\n]*\| 0 \(source\) \|", section)
+    assert f"--naive {path} --out docs/baselines.md" in text
+
+
+def test_an_unreadable_naive_file_is_refused_with_a_sentence(tmp_path, capsys):
+    broken = tmp_path / "without.json.gz"
+    broken.write_bytes(b"not gzip")
+    source = str(write_json(tmp_path, md_fixture()))
+    with pytest.raises(SystemExit) as exit_info:
+        baselines_md.main([source, "--naive", str(broken)])
+    assert exit_info.value.code == 2
+    assert f"cannot read {broken} as JSON" in capsys.readouterr().err

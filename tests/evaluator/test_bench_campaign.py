@@ -155,3 +155,14 @@ def test_a_paired_campaign_is_uploaded_evaluated_and_summarised_from_the_portals
     assert f"run {without} without guidance" in again
     assert "twins in the portal: yes" in again
     assert "4 evaluations" in again
+
+    # Each run's verdicts exported from the portal's rows, with the design properties it
+    # assessed: the naive side is what bench/baselines_md.py --naive reads.
+    exported = _campaign(directory, "--export", str(directory / "export"))
+    assert "without.json" in exported and "with.json" in exported
+    for side, run_id in complete["runs"].items():
+        verdicts = json.loads((directory / "export" / f"{side}.json").read_text())
+        statuses = {slug: status for run, slug, _, status, *_ in evaluations if run == run_id}
+        assert {slug: v["status"] for slug, v in verdicts.items()} == statuses
+        keys = {p["key"] for v in verdicts.values() for p in v["properties"]}
+        assert keys, "the portal's property assessments travel with each verdict"
