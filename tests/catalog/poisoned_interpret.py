@@ -1,6 +1,6 @@
 """Run an expert in Triton's interpreter with every uninitialised allocation poisoned.
 
-    python -m tests.catalog.poisoned_interpret SLUG [EXPERT.py]   # a JSON line per check workload
+    python -m tests.catalog.poisoned_interpret SLUG [EXPERT.py]   # a JSON line per check run
 
 On a GPU the evaluator fills the memory the allocator hands out next with
 NaN bytes, so an output that a kernel writes only in part, or an atomic
@@ -11,6 +11,11 @@ empty_like, empty_strided, new_empty) the expert makes is filled with NaN
 (floating dtypes) or a large garbage value (integers) before the kernel
 sees it, and the outputs are compared with the reference's at the task's
 tolerance, as the evaluator compares them.
+
+Each public check workload runs on the inputs of both distributions (`dist`:
+"default", the public inputs, and "adversarial", where the hazards the task's
+statement names are real); each hidden one as it was drawn. One process, one
+import of torch and Triton, for all of a task's checks.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from evaluator.harness.judge import _compare_all
 from evaluator.harness.workload import as_tuple, load_module, make_inputs, make_model
 from taskformat.package import DEFAULT_CATALOG_DIR
-from taskformat.spec import Mode
+from taskformat.spec import Mode, TaskSpec
 from tests.catalog.drawn import load_drawn
 
 CPU = torch.device("cpu")
+DISTRIBUTIONS = ("default", "adversarial")
 aten = torch.ops.aten
 EMPTY = {
     aten.empty.memory_format,
@@ -62,17 +68,28 @@ class Poisoned(TorchDispatchMode):
         return out
 
 
+def checks(task: TaskSpec) -> list[tuple[str, dict[str, Any]]]:
+    """(workload name, params) of each check run: public ones on both distributions,
+    hidden ones as drawn."""
+    runs = []
+    for workload in task.workloads_for(Mode.INTERPRET):
+        if workload.hidden:
+            runs.append((workload.name, dict(workload.params)))
+        else:
+            runs += [(workload.name, {**workload.params, "dist": d}) for d in DISTRIBUTIONS]
+    return runs
+
+
 def run(slug: str, expert_path: str = "") -> list[dict[str, Any]]:
-    """The task's expert (or the file at expert_path) on every check workload."""
+    """The task's expert (or the file at expert_path) on every check run."""
     task = load_drawn(slug)
     reference = load_module(str(DEFAULT_CATALOG_DIR / slug / "reference.py"), f"ref_{slug}")
     expert_path = expert_path or str(DEFAULT_CATALOG_DIR / slug / "expert.py")
     expert = load_module(expert_path, f"expert_{slug}")
     results = []
-    for workload in task.workloads_for(Mode.INTERPRET):
-        line: dict[str, Any] = {"workload": workload.name}
+    for name, params in checks(task):
+        line: dict[str, Any] = {"workload": name, "dist": params.get("dist", "default")}
         try:
-            params = workload.params
             with torch.no_grad():
                 expected = as_tuple(
                     make_model(reference.Model, reference, params, 1, CPU)(

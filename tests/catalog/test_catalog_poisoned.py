@@ -1,4 +1,5 @@
-"""Every expert is correct in the interpreter with every uninitialised allocation poisoned.
+"""Every expert is correct in the interpreter with every uninitialised allocation poisoned,
+on the inputs of both distributions.
 
 On an H200 the evaluator poisons the allocator (NaN bytes) before each call,
 so an output row a kernel never writes, or an accumulator it adds into
@@ -18,17 +19,25 @@ from tests.catalog.script_lines import script_json_lines
 TASKS = [p.name for p in iter_task_dirs(DEFAULT_CATALOG_DIR)]
 
 
-def run_poisoned(slug: str, *args: str) -> dict[str, dict]:
-    return {line["workload"]: line for line in script_json_lines("poisoned_interpret", slug, *args)}
+def run_poisoned(slug: str, *args: str) -> dict[tuple[str, str], dict]:
+    lines = script_json_lines("poisoned_interpret", slug, *args)
+    return {(line["workload"], line["dist"]): line for line in lines}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", TASKS)
-def test_expert_is_correct_on_every_check_workload_with_poisoned_allocations(slug):
+def test_expert_is_correct_on_every_check_with_poisoned_allocations_on_both_distributions(slug):
+    # Every public check workload on the default and the adversarial inputs (where the
+    # hazards the statement names are real), every hidden one as drawn.
     results = run_poisoned(slug)
-    task = load_drawn(slug)
-    assert list(results) == [w.name for w in task.workloads_for(Mode.INTERPRET)]
-    wrong = {name: r["message"] for name, r in results.items() if r["status"] != "correct"}
+    workloads = load_drawn(slug).workloads_for(Mode.INTERPRET)
+    expected = [
+        (w.name, dist)
+        for w in workloads
+        for dist in ([w.params.get("dist", "default")] if w.hidden else ["default", "adversarial"])
+    ]
+    assert list(results) == expected
+    wrong = {key: r["message"] for key, r in results.items() if r["status"] != "correct"}
     assert wrong == {}
 
 
