@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import sys
@@ -265,12 +266,23 @@ def credited_properties(
     return rows, values, values if counts_for_scoring(status=status) else {}
 
 
+def naive_changed(slug: str, verdict: dict[str, Any]) -> bool:
+    """Whether the naive kernel on disk is not the one the verdict judged (the verdict
+    names its kernel by `source_sha256`)."""
+    path = NAIVE_DIR / f"{slug}.py"
+    judged = verdict.get("source_sha256")
+    return bool(judged) and (
+        not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != judged
+    )
+
+
 def naive_cell(slug: str, naive: dict[str, Any] | None) -> str:
     """The naive kernel's combined score: as the portal scored its GPU verdict (its status
-    beside it when it is not `correct`), else from its source alone."""
+    beside it when it is not `correct`), else, where there is none or the kernel changed
+    since, from its source alone."""
     verdict = (naive or {}).get(slug)
     found = credited_properties(slug, verdict) if isinstance(verdict, dict) else None
-    if found is None or not gpu_name(verdict or {}):
+    if found is None or not gpu_name(verdict or {}) or naive_changed(slug, verdict or {}):
         return naive_score(slug) + (" (source)" if naive is not None else "")
     rows, _, credited = found
     score = _num(implementation_score(tasks=[(rows, credited)])["combined"], 0)
@@ -279,11 +291,12 @@ def naive_cell(slug: str, naive: dict[str, Any] | None) -> str:
 
 
 def naive_pooled(naive: dict[str, Any]) -> str:
-    """The naive kernels' GPU verdicts pooled, combined score, or "" without any."""
+    """The naive kernels' GPU verdicts of the kernels as they are now, pooled, combined
+    score, or "" without any."""
     pooled = [
         (found[0], found[2])
         for slug, verdict in naive.items()
-        if isinstance(verdict, dict) and gpu_name(verdict)
+        if isinstance(verdict, dict) and gpu_name(verdict) and not naive_changed(slug, verdict)
         if (found := credited_properties(slug, verdict)) is not None
     ]
     return _num(implementation_score(tasks=pooled)["combined"], 0) if pooled else ""
@@ -309,7 +322,7 @@ def implementation_section(
             "Beside it, the naive kernel (`tests/catalog/negatives/`) as the portal scored "
             f"it on the GPU ({', '.join(gpus) or 'none'}, evaluator {', '.join(versions)}): "
             "one that is not `correct` earns nothing (its verdict in brackets); `source`: no "
-            "GPU verdict, scored from its source alone (provisional)."
+            "GPU verdict of the kernel as it is now, scored from its source alone (provisional)."
         )
         column = "Naive kernel"
     out = [

@@ -1,6 +1,7 @@
 """Compile for an H200 (sm_90) every Triton kernel an expert launches on a workload, with no GPU.
 
     python -m tests.catalog.gpu_compile SLUG [EXPERT.py [WORKLOAD]]   # one JSON line per workload
+    python -m tests.catalog.gpu_compile --grids-only FOLDER           # FOLDER/<slug>.py, each task
 
 Triton's CPU interpreter runs a kernel's Python; it does not type-check it
 as the GPU compiler does (a plain float global, a loop-carried value that
@@ -9,6 +10,12 @@ switches (an fp32 upcast before tl.dot) hide the code the GPU runs. Here
 the expert's own host code runs as on a GPU (every tensor reports cuda:0,
 the device has 132 SMs) on the workload's shapes, and each launch is
 compiled to a cubin with Triton's sm_90 backend and ptxas instead of run.
+
+Each launch's grid is checked against what a CUDA device accepts (at most
+2^31 - 1 programs on axis 0 and 65,535 on axes 1 and 2): the interpreter runs
+any grid, the GPU refuses a larger one ("invalid argument") before the kernel
+starts. `--grids-only` checks the grids of every kernel file of FOLDER (named
+after its task) on every workload in one process, compiling nothing.
 
 Tensors carry shapes, not data, where they are large: factory calls of
 more than BIG elements make meta tensors, smaller ones real CPU tensors, so
@@ -19,11 +26,13 @@ still can. Kernels never run, so outputs are garbage; nothing reads them.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sys
 import threading
 import traceback
+from pathlib import Path
 from typing import Any
 
 os.environ.pop("TRITON_INTERPRET", None)  # before triton is imported: real JIT functions
@@ -138,14 +147,44 @@ class _OnGpu(_Shapes):
 
 _launch = JITFunction.run
 compiled: list[str] = []
+# What a CUDA device launches: programs on grid axes 0, 1 and 2.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+# Set by --grids-only: each launch's grid checked, nothing compiled.
+_compiling = threading.local()
+
+
+def launch_grid(fn: JITFunction, args: tuple, kwargs: dict, grid: Any) -> tuple[int, int, int]:
+    """The launch's grid as Triton resolves it: a callable gets the bound arguments."""
+    if callable(grid):
+        signature = inspect.signature(fn.fn)
+        bound = signature.bind_partial(
+            *args, **{k: v for k, v in kwargs.items() if k in signature.parameters}
+        )
+        bound.apply_defaults()
+        grid = grid({**bound.arguments, **kwargs})
+    sizes = tuple(int(n) for n in grid)
+    return (*sizes, *(1,) * (3 - len(sizes)))  # type: ignore[return-value]
+
+
+def _grid_checked(fn: JITFunction, args: tuple, kwargs: dict, grid: Any) -> None:
+    """Raise where a CUDA device would refuse the launch's grid."""
+    sizes = launch_grid(fn, args, kwargs, grid)
+    for axis, (n, most) in enumerate(zip(sizes, GRID_LIMITS, strict=True)):
+        if n > most:
+            raise ValueError(
+                f"{fn.fn.__name__} launches a grid of {sizes}: {n:,} programs on axis "
+                f"{axis}, where a CUDA device takes at most {most:,}"
+            )
 
 
 def _compile(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    _grid_checked(self, args, kwargs, grid)
+    compiled.append(self.fn.__name__)
+    if not getattr(_compiling, "on", True):
+        return None
     args = tuple(_Pointer(a) if isinstance(a, torch.Tensor) else a for a in args)
     kwargs = {k: _Pointer(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
-    kernel = _launch(self, *args, grid=grid, warmup=True, **kwargs)
-    compiled.append(self.fn.__name__)
-    return kernel
+    return _launch(self, *args, grid=grid, warmup=True, **kwargs)
 
 
 @contextlib.contextmanager
@@ -207,6 +246,21 @@ def compile_workloads(slug: str, expert_path: str = "", only: str = "") -> list[
     return results
 
 
+def grids_of_folder(folder: str) -> list[dict]:
+    """Every kernel file FOLDER/<slug>.py on its task's workloads: grids checked, nothing
+    compiled; each line names its task."""
+    _compiling.on = False
+    lines = []
+    for path in sorted(Path(folder).glob("*.py")):
+        if (DEFAULT_CATALOG_DIR / path.stem / "task.toml").is_file():
+            lines += [{"task": path.stem, **r} for r in compile_workloads(path.stem, str(path))]
+    return lines
+
+
 if __name__ == "__main__":
-    for line in compile_workloads(*sys.argv[1:4]):
+    if sys.argv[1:2] == ["--grids-only"]:
+        results = grids_of_folder(sys.argv[2])
+    else:
+        results = compile_workloads(*sys.argv[1:4])
+    for line in results:
         print(json.dumps(line), flush=True)

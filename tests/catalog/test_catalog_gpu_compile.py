@@ -46,3 +46,41 @@ def test_a_plain_float_global_the_interpreter_accepts_fails_to_compile(tmp_path)
     timed = next(w.name for w in task.workloads if w.role == "timed")
     [result] = compile_task("selective_scan", str(broken), timed)
     assert result["status"] == "error" and "LOG2E" in result["message"], result
+
+
+NEGATIVES = DEFAULT_CATALOG_DIR.parent / "tests" / "catalog" / "negatives"
+
+
+@pytest.mark.slow
+def test_every_naive_kernel_launches_grids_a_cuda_device_takes():
+    # The interpreter runs any grid. On the H200 the naive sum and scan were refused at
+    # launch ("invalid argument") on their 268M-element workloads: 65,536 and 524,288
+    # programs on grid axis 1, where a CUDA device takes 65,535.
+    lines = script_json_lines("gpu_compile", "--grids-only", str(NEGATIVES))
+    assert {line["task"] for line in lines} == set(TASKS)
+    refused = {(x["task"], x["workload"]): x.get("message") for x in lines if x["status"] != "ok"}
+    assert refused == {}
+
+
+def test_a_grid_a_cuda_device_refuses_is_named_with_its_axis(tmp_path):
+    # A grid given as a function of the launch's arguments, as Triton resolves it.
+    (tmp_path / "reduction_sum.py").write_text(
+        "import torch, triton, triton.language as tl\n"
+        "@triton.jit\n"
+        "def _wide(out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    tl.store(out_ptr + tl.program_id(1), 1.0)\n"
+        "class ModelNew(torch.nn.Module):\n"
+        "    def __init__(self, dim=None):\n"
+        "        super().__init__()\n"
+        "    def forward(self, x):\n"
+        "        out = torch.empty(70000, device=x.device)\n"
+        "        grid = lambda meta: (1, triton.cdiv(meta['n'], meta['BLOCK']))\n"
+        "        _wide[grid](out, 70000, BLOCK=1)\n"
+        "        return out\n"
+    )
+    lines = script_json_lines("gpu_compile", "--grids-only", str(tmp_path))
+    assert lines and all(line["status"] == "error" for line in lines)
+    assert (
+        "70,000 programs on axis 1, where a CUDA device takes at most 65,535"
+        in (lines[0]["message"])
+    )

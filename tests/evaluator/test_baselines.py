@@ -5,6 +5,7 @@ produced on a GPU by `bench/gpu_check.py experts` and committed as docs/baseline
 """
 
 import gzip
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -514,7 +515,14 @@ def test_the_naive_kernels_gpu_verdicts_are_scored_as_the_portal_scores_them(tmp
             "transpose_2d", gpu_verdict("transpose_2d"), lambda key: key == "single_pass"
         ),
         "row_softmax": assessed("row_softmax", wrong, lambda key: True),
+        # A verdict of another kernel than the file's now: not the file's score.
+        "gemm_bf16": {
+            **assessed("gemm_bf16", gpu_verdict("gemm_bf16"), lambda key: True),
+            "source_sha256": "0" * 64,
+        },
     }
+    kernel = ROOT / "tests" / "catalog" / "negatives" / "transpose_2d.py"
+    naive["transpose_2d"]["source_sha256"] = hashlib.sha256(kernel.read_bytes()).hexdigest()
     path = tmp_path / "without.json.gz"
     path.write_bytes(gzip.compress(json.dumps(naive).encode()))
     out = tmp_path / "baselines.md"
