@@ -31,6 +31,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from accounts.models import User
+from evaluator.claimorder import claim_keys
 from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
 from evaluator.models import (
     EXPERT_USERNAME,
@@ -493,16 +494,13 @@ def pool_pace(*, hardware: str, now: datetime | None = None) -> PoolPace:
     return PoolPace(hardware, slots, round(median, 1), interval, basis)
 
 
-def _earlier_than(created_at: datetime, pk: int) -> Q:
-    return Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk)
-
-
-def pool_ahead(*, hardware: str, owner_id: int, marks: list[tuple[datetime, int]]) -> list[int]:
-    """For each of `owner_id`'s queued evaluations named by (created_at, pk) in `marks`:
-    how many of the pool's evaluations go before it (two queries). That is every one
-    running, and the queued ones the fair queue claims first (evaluation_claim_next):
-    round-robin across owners, so each other owner has one claimed per turn of this
-    owner's, and in its last turn those served less recently before it."""
+def pool_ahead(*, hardware: str, owner_id: int, among: Iterable[int]) -> tuple[int, int]:
+    """For the first and the last, in claim order, of `owner_id`'s queued evaluations
+    `among` (pks): how many of the pool's evaluations go before it (three queries). That
+    is every one running, and the queued ones the fair queue claims first
+    (evaluation_claim_next): round-robin across owners, so each other owner has one
+    claimed per turn of this owner's, and in its last turn those served less recently
+    before it; within the owner, those before it in claim order (evaluator.claimorder)."""
     rows: list[dict[str, Any]] = [
         dict(row)
         for row in Evaluation.objects.filter(
@@ -514,12 +512,6 @@ def pool_ahead(*, hardware: str, owner_id: int, marks: list[tuple[datetime, int]
             running=Count("pk", filter=Q(status=EvaluationStatus.RUNNING)),
             waiting=Count("pk", filter=Q(status=EvaluationStatus.QUEUED)),
             oldest=Min("created_at", filter=Q(status=EvaluationStatus.QUEUED)),
-            **{
-                f"before_{i}": Count(
-                    "pk", filter=Q(status=EvaluationStatus.QUEUED) & _earlier_than(*mark)
-                )
-                for i, mark in enumerate(marks)
-            },
         )
         .order_by()
     ]
@@ -542,12 +534,22 @@ def pool_ahead(*, hardware: str, owner_id: int, marks: list[tuple[datetime, int]
 
     mine = next((r for r in queued if r["submission__owner_id"] == owner_id), None)
     if mine is None:
-        return [running] * len(marks)
+        return running, running
+    own = claim_keys(
+        Evaluation.objects.filter(
+            target_hardware=hardware,
+            status=EvaluationStatus.QUEUED,
+            submission__owner_id=owner_id,
+        )
+    )
+    wanted = set(among)
+    places = [place for place, key in enumerate(own) if key[-1] in wanted] or [0]
     others = [(r["waiting"], turn(r) < turn(mine)) for r in queued if r is not mine]
-    return [
-        running + fair_claims_before(own_before=mine[f"before_{i}"], others=others)
-        for i in range(len(marks))
-    ]
+    first, last = (
+        running + fair_claims_before(own_before=place, others=others)
+        for place in (places[0], places[-1])
+    )
+    return first, last
 
 
 def fair_claims_before(*, own_before: int, others: Iterable[tuple[int, bool]]) -> int:

@@ -204,7 +204,7 @@ class RunProgress:
 
 
 def run_progress(*, run: Run, now: datetime | None = None) -> RunProgress:
-    """The run's progress (six queries at most): its kernels' latest evaluations counted,
+    """The run's progress (seven queries at most): its kernels' latest evaluations counted,
     the evaluations of its pool ahead of its first waiting one (0 while one of its own
     runs), and the seconds to its last verdict at the pool's measured pace."""
     now = now or timezone.now()
@@ -227,8 +227,9 @@ def run_progress(*, run: Run, now: datetime | None = None) -> RunProgress:
     position = None
     eta = pace_eta_s(pace=pace, ahead=0) if running or queued else 0
     if queued:
-        marks = [(queued[0].created_at, queued[0].pk), (queued[-1].created_at, queued[-1].pk)]
-        ahead_first, ahead_last = pool_ahead(hardware=hardware, owner_id=run.owner_id, marks=marks)
+        ahead_first, ahead_last = pool_ahead(
+            hardware=hardware, owner_id=run.owner_id, among=[e.pk for e in queued]
+        )
         position = 0 if running else ahead_first
         eta = pace_eta_s(pace=pace, ahead=ahead_last)
     elif running and eta is not None:

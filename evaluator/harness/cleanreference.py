@@ -10,17 +10,21 @@ Under a shared GPU lease (a worker running several evaluations of one GPU) a
 clean measurement is kept in the lease folder and reused by the evaluations of
 the same task on that GPU for REUSE_S: the baseline is the same code on inputs
 of the same shapes, and only the GPU's state drifts (by a few percent over
-minutes). The verdict records the measurement's age (`age_s`).
+minutes). The verdict records the measurement's age (`age_s`). Evaluations that need
+the same measurement at once take turns: the first measures, the others reuse it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from taskformat.package import measured_content, measured_content_hash
@@ -93,26 +97,45 @@ def reusable_clean_reference(
     gpu: str,
 ) -> CleanReference:
     """The baseline's clean medians on GPU `gpu`: a measurement made under this GPU's
-    lease within REUSE_S, or a new one (kept there for the evaluations after it)."""
+    lease within REUSE_S, or a new one (kept there for the evaluations after it).
+
+    One evaluation at a time measures a key: another that needs the same measurement
+    meanwhile (the two kernels of a paired campaign's task, evaluated side by side)
+    waits for it and reuses it. It waits holding its share of the lease, which its
+    watcher gives up whenever another evaluation is timed (the measuring one
+    included), as for any evaluation between its steps.
+    """
     lease = gpulease.current()
-    store = None
-    if isinstance(lease, gpulease.GpuLease) and gpu:
-        key = json.dumps(
-            [EVALUATOR_VERSION, measured_content_hash(measured_content(task)), str(mode),
-             dataclasses.asdict(settings), gpu],
-            sort_keys=True,
-        )  # fmt: skip
-        folder = lease.folder / "clean-reference"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        store = folder / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    if not isinstance(lease, gpulease.GpuLease) or not gpu:
+        return clean_reference_times(task, mode, settings, public_dir, timeout_s, memory_bytes)
+    key = json.dumps(
+        [EVALUATOR_VERSION, measured_content_hash(measured_content(task)), str(mode),
+         dataclasses.asdict(settings), gpu],
+        sort_keys=True,
+    )  # fmt: skip
+    folder = lease.folder / "clean-reference"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    store = folder / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    with _measuring(store):
         if (kept := _kept(store)) is not None:
             return kept
-    clean = clean_reference_times(task, mode, settings, public_dir, timeout_s, memory_bytes)
-    if store is not None and clean.ref_median_ms and not clean.problem:
-        fresh = store.with_suffix(f".{os.getpid()}")
-        fresh.write_text(json.dumps({"at": time.time(), "ref_median_ms": clean.ref_median_ms}))
-        fresh.replace(store)
+        clean = clean_reference_times(task, mode, settings, public_dir, timeout_s, memory_bytes)
+        if clean.ref_median_ms and not clean.problem:
+            fresh = store.with_suffix(f".{os.getpid()}")
+            fresh.write_text(json.dumps({"at": time.time(), "ref_median_ms": clean.ref_median_ms}))
+            fresh.replace(store)
     return clean
+
+
+@contextlib.contextmanager
+def _measuring(store: Path) -> Iterator[None]:
+    """The key's measurement to this evaluation alone (`flock`: a dead holder frees it)."""
+    fd = os.open(store.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _kept(store: Path) -> CleanReference | None:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.tasks import async_task
 
+from evaluator.claimorder import CLAIM_ORDER, claim_order_fields
 from evaluator.models import Evaluation, EvaluationStatus
 from evaluator.services.pools import pool_queue, worker_hardware
 
@@ -184,8 +185,9 @@ def _owner_served_at() -> Subquery:
 def evaluation_claim_next(*, worker: str) -> Evaluation | None:
     """Take the next queued evaluation of this worker's pool for `worker`, or None when
     none is queued: round-robin across owners (the owner whose evaluation started
-    least recently goes first, one who never had one before anyone), oldest first
-    within an owner, so that one lab's 500 kernels do not hold back another's 26.
+    least recently goes first, one who never had one before anyone), so that one lab's
+    500 kernels do not hold back another's 26; within an owner, oldest first, a run
+    and its twin together, task by task (evaluator.claimorder).
 
     PostgreSQL skips rows another claimer has locked; SQLite's immediate
     transactions let one writer at a time choose. The conditional update settles
@@ -197,11 +199,11 @@ def evaluation_claim_next(*, worker: str) -> Evaluation | None:
             with transaction.atomic():
                 rows = Evaluation.objects.filter(
                     status=EvaluationStatus.QUEUED, target_hardware=worker_hardware()
-                ).annotate(owner_served_at=_owner_served_at())
+                ).annotate(owner_served_at=_owner_served_at(), **claim_order_fields())
                 if connection.features.has_select_for_update_skip_locked:
                     rows = rows.select_for_update(skip_locked=True, of=("self",))
                 pk = (
-                    rows.order_by(F("owner_served_at").asc(nulls_first=True), "created_at", "pk")
+                    rows.order_by(F("owner_served_at").asc(nulls_first=True), *CLAIM_ORDER)
                     .values_list("pk", flat=True)
                     .first()
                 )

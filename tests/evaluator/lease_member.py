@@ -6,6 +6,11 @@ python lease_member.py FOLDER share SECONDS TICKS OUT   hold a share for SECONDS
 python lease_member.py FOLDER time DELAY SECONDS OUT   after DELAY, hold the lease exclusive
                                                      for SECONDS, three times; write the
                                                      (start, end) of each to OUT
+python lease_member.py FOLDER clean SECONDS MARK OUT   measure row_softmax's clean reference on
+                                                     a GPU named GPU-lease-test: its timing
+                                                     holds the lease exclusive for SECONDS,
+                                                     after writing MARK; write the answer
+                                                     to OUT
 """
 
 import json
@@ -14,7 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from evaluator.harness import gpulease
+from evaluator.harness import cleanreference, gpulease
+from evaluator.harness.job import CleanReference, TimingSettings
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode
 
 TICKER = (
     "import sys, time\n"
@@ -23,6 +31,23 @@ TICKER = (
     "        out.write(f'{time.monotonic()}\\n')\n"
     "        time.sleep(0.01)\n"
 )
+
+
+def measure_clean(lease: gpulease.GpuLease, seconds: float, mark: Path) -> dict:
+    """The clean reference as an evaluation asks for it, its timing a hold of the lease."""
+
+    def timed(*args: object) -> CleanReference:
+        mark.write_text("measuring")
+        with lease.exclusive():
+            time.sleep(seconds)
+        return CleanReference(ref_median_ms={"w": 0.5})
+
+    cleanreference.clean_reference_times = timed  # type: ignore[assignment]
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    clean = cleanreference.reusable_clean_reference(
+        task, Mode.CUDA, TimingSettings(), Path("/nonexistent"), 60.0, None, "GPU-lease-test"
+    )
+    return {"age_s": clean.age_s, "ref_median_ms": clean.ref_median_ms}
 
 
 def main() -> None:
@@ -36,6 +61,9 @@ def main() -> None:
             ticker.wait()
             report = {"paused_s": lease.paused_seconds(), "gpu_busy": lease.gpu_busy}
             Path(out).write_text(json.dumps(report))
+            return
+        if role == "clean":
+            Path(out).write_text(json.dumps(measure_clean(lease, float(first), Path(second))))
             return
         time.sleep(float(first))
         phases = []

@@ -2,6 +2,8 @@
 while by the evaluations of the same task, never across GPUs, tasks or a failed run."""
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,8 +47,8 @@ def test_under_a_shared_lease_a_clean_measurement_is_reused_on_its_gpu(tmp_path,
     assert runs == ["row_softmax", "row_softmax", "layernorm_fwd", "row_softmax"]
     assert first.age_s == 0.0 and second.ref_median_ms == {"w": 0.5}
     assert 0.0 <= second.age_s <= cleanreference.REUSE_S
-    stored = list((tmp_path / "lease" / "clean-reference").iterdir())
-    assert len(stored) == 4 and all(p.suffix == ".json" for p in stored)
+    stored = list((tmp_path / "lease" / "clean-reference").glob("*.json"))
+    assert len(stored) == 4
     assert (tmp_path / "lease" / "clean-reference").stat().st_mode & 0o077 == 0
 
 
@@ -57,7 +59,7 @@ def test_an_old_or_failed_measurement_is_measured_again(tmp_path, measured, monk
         clean()
         answer["clean"] = CleanReference(ref_median_ms={"w": 0.5})
         clean()  # the failed run was not kept
-        (stored,) = (tmp_path / "lease" / "clean-reference").iterdir()
+        (stored,) = (tmp_path / "lease" / "clean-reference").glob("*.json")
         kept = json.loads(stored.read_text())
         stored.write_text(json.dumps({**kept, "at": kept["at"] - cleanreference.REUSE_S - 1}))
         clean()  # too old
@@ -73,3 +75,53 @@ def test_without_a_shared_lease_or_a_gpu_name_every_evaluation_measures(tmp_path
     with gpulease.joined(tmp_path / "lease"):
         clean(gpu=""), clean(gpu="")
     assert len(runs) == 4
+
+
+def test_evaluations_needing_one_measurement_at_once_take_turns(tmp_path, monkeypatch):
+    # A paired campaign's two kernels of a task, evaluated side by side: the second asks
+    # while the first is measuring, waits for it, and reuses it.
+    runs: list[str] = []
+    measuring = threading.Event()
+
+    def clean_reference_times(task, *args):
+        runs.append(task.slug)
+        measuring.set()
+        time.sleep(0.5)
+        return CleanReference(ref_median_ms={"w": 0.5})
+
+    monkeypatch.setattr(cleanreference, "clean_reference_times", clean_reference_times)
+    answers: list[CleanReference] = []
+    with gpulease.joined(tmp_path / "lease"):
+        first = threading.Thread(target=lambda: answers.append(clean()))
+        first.start()
+        assert measuring.wait(30)
+        second = clean()
+        first.join(30)
+    assert runs == ["row_softmax"]
+    assert answers[0].age_s == 0.0 and second.ref_median_ms == {"w": 0.5}
+    assert second.age_s >= 0.0
+
+
+def test_a_measurement_that_failed_is_taken_up_by_the_one_that_waited(tmp_path, monkeypatch):
+    # Nothing is kept from a failed run: the evaluation that waited measures itself.
+    results = iter(
+        [CleanReference(ref_median_ms={}, problem="did not finish"),
+         CleanReference(ref_median_ms={"w": 0.5})]
+    )  # fmt: skip
+    measuring = threading.Event()
+    runs: list[str] = []
+
+    def clean_reference_times(task, *args):
+        runs.append(task.slug)
+        measuring.set()
+        time.sleep(0.3)
+        return next(results)
+
+    monkeypatch.setattr(cleanreference, "clean_reference_times", clean_reference_times)
+    with gpulease.joined(tmp_path / "lease"):
+        first = threading.Thread(target=clean)
+        first.start()
+        assert measuring.wait(30)
+        second = clean()
+        first.join(30)
+    assert len(runs) == 2 and second.ref_median_ms == {"w": 0.5} and second.age_s == 0.0

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import gpuidle, gpulease, isolation, sandbox
-from taskformat.package import DEFAULT_CATALOG_DIR
+from evaluator.harness import cleanreference, gpuidle, gpulease, isolation, sandbox
+from evaluator.harness.job import CleanReference, TimingSettings
+from taskformat.package import DEFAULT_CATALOG_DIR, load_task
+from taskformat.spec import Mode
 
 MEMBER = Path(__file__).with_name("lease_member.py")
 
@@ -131,6 +133,40 @@ def test_a_child_that_ends_in_its_timed_steps_gives_the_lease_back(tmp_path: Pat
             answer({"what": "step"})
             assert lease._state == "exclusive"
         assert lease._state == "shared"
+
+
+def test_an_evaluation_waiting_for_another_s_clean_reference_gives_up_its_share(
+    tmp_path: Path, monkeypatch
+):
+    # The other evaluation measures the clean reference this one needs too; its timing
+    # holds the lease exclusive, so it needs this one's share while this one waits for
+    # its measurement: the wait gives the share up, as any evaluation between steps does.
+    folder, mark, out = tmp_path / "lease", tmp_path / "measuring", tmp_path / "clean.json"
+    measured: list[str] = []
+    monkeypatch.setattr(
+        cleanreference, "clean_reference_times", lambda task, *a: measured.append(task.slug)
+    )
+    answers: list[CleanReference] = []
+    with gpulease.joined(folder):
+        measurer = member(folder, "clean", 1.0, mark, out)
+        wait_for(mark.exists)
+        task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+
+        def ask() -> None:
+            settings, public = TimingSettings(), Path("/nonexistent")
+            answers.append(
+                cleanreference.reusable_clean_reference(
+                    task, Mode.CUDA, settings, public, 60.0, None, "GPU-lease-test"
+                )
+            )
+
+        waiter = threading.Thread(target=ask, daemon=True)
+        waiter.start()
+        waiter.join(timeout=120)
+        assert not waiter.is_alive(), "the waiting evaluation and the measuring one deadlocked"
+    assert measurer.wait(timeout=120) == 0
+    assert json.loads(out.read_text())["age_s"] == 0.0
+    assert measured == [] and answers[0].ref_median_ms == {"w": 0.5}
 
 
 def test_without_a_folder_the_lease_does_nothing():

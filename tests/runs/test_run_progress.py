@@ -133,8 +133,8 @@ def test_a_pool_that_has_finished_nothing_yet_gives_no_estimate():
 
 def test_the_progress_takes_a_fixed_number_of_queries(busy, django_assert_num_queries):
     # kernels, their latest evaluations, live slots, recent verdicts, the pool's queue per
-    # owner, when those owners were last served
-    with django_assert_num_queries(6):
+    # owner, when those owners were last served, the owner's queue in claim order
+    with django_assert_num_queries(7):
         run_progress(run=busy)
 
 
