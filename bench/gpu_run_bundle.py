@@ -95,7 +95,8 @@ print(json.dumps([
      "phases": (e.environment or {}).get("phase_seconds") or {},
      "stages": (e.environment or {}).get("child_stages") or {},
      "lease": {k: v for k, v in ((e.environment or {}).get("gpu_lease") or {}).items()
-               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s")}}
+               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s")},
+     "clean_age": ((e.environment or {}).get("clean_reference") or {}).get("age_s")}
     for e in rows
 ]))
 """
@@ -329,6 +330,12 @@ def summary(rows: list[dict], state: dict) -> dict:
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),
+        # Clean references taken from an earlier evaluation of the same task on the GPU
+        # (age over 0), of the evaluations that had one.
+        "clean_reference_reused": [
+            sum(1 for r in rows if (r.get("clean_age") or 0) > 0),
+            sum(1 for r in rows if r.get("clean_age") is not None),
+        ],
     }
 
 

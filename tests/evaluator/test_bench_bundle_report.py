@@ -1,6 +1,7 @@
 """bench/gpu_run_bundle.py's reading of finished evaluations: each line and the run's
-totals carry what the GPU lease cost (held alone, waited for, frozen), and a call that is
-to stop its workers stops watching early enough to do so within its deadline."""
+totals carry what the GPU lease cost (held alone, waited for, frozen) and how many clean
+references were reused, and a call that is to stop its workers stops watching early
+enough to do so within its deadline."""
 
 from __future__ import annotations
 
@@ -31,6 +32,16 @@ def test_each_line_and_the_totals_say_what_the_gpu_lease_cost(capsys):
     state = {"segments": [{"start": 0.0, "end": 100.0}]}
     totals = bundles.summary(rows, state)["lease_s"]
     assert totals == {"exclusive_held_s": 20.4, "exclusive_wait_s": 4.5, "frozen_s": 30.2}
+
+
+def test_the_totals_count_the_clean_references_taken_from_an_earlier_evaluation():
+    bundles = bench_script("gpu_run_bundle")
+    rows = [_row(1, {}), _row(2, {}), _row(3, {}), _row(4, {})]
+    rows[0]["clean_age"] = 0.0  # measured for it
+    rows[1]["clean_age"] = 41.5  # the twin's, 41.5 s old
+    rows[2]["clean_age"] = None  # none: not correct, or interpret mode
+    state = {"segments": [{"start": 0.0, "end": 100.0}]}
+    assert bundles.summary(rows, state)["clean_reference_reused"] == [1, 2]
 
 
 def test_a_call_that_stops_its_workers_stops_watching_before_its_deadline():
