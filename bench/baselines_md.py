@@ -276,29 +276,34 @@ def naive_changed(slug: str, verdict: dict[str, Any]) -> bool:
     )
 
 
+def naive_credit(
+    slug: str, verdict: Any
+) -> tuple[list[PropertyRow], dict[str, bool | None]] | None:
+    """The property rows and credited assessments of a naive kernel's GPU verdict, or None
+    where there is none of the kernel as it is on disk."""
+    if not isinstance(verdict, dict) or not gpu_name(verdict) or naive_changed(slug, verdict):
+        return None
+    found = credited_properties(slug, verdict)
+    return (found[0], found[2]) if found is not None else None
+
+
 def naive_cell(slug: str, naive: dict[str, Any] | None) -> str:
     """The naive kernel's combined score: as the portal scored its GPU verdict (its status
     beside it when it is not `correct`), else, where there is none or the kernel changed
     since, from its source alone."""
     verdict = (naive or {}).get(slug)
-    found = credited_properties(slug, verdict) if isinstance(verdict, dict) else None
-    if found is None or not gpu_name(verdict or {}) or naive_changed(slug, verdict or {}):
+    credit = naive_credit(slug, verdict)
+    if credit is None:
         return naive_score(slug) + (" (source)" if naive is not None else "")
-    rows, _, credited = found
-    score = _num(implementation_score(tasks=[(rows, credited)])["combined"], 0)
-    status = str((verdict or {}).get("status"))
+    score = _num(implementation_score(tasks=[credit])["combined"], 0)
+    status = str(verdict.get("status"))  # type: ignore[union-attr]
     return score if status == "correct" else f"{score} ({status})"
 
 
 def naive_pooled(naive: dict[str, Any]) -> str:
     """The naive kernels' GPU verdicts of the kernels as they are now, pooled, combined
     score, or "" without any."""
-    pooled = [
-        (found[0], found[2])
-        for slug, verdict in naive.items()
-        if isinstance(verdict, dict) and gpu_name(verdict) and not naive_changed(slug, verdict)
-        if (found := credited_properties(slug, verdict)) is not None
-    ]
+    pooled = [c for slug, v in naive.items() if (c := naive_credit(slug, v)) is not None]
     return _num(implementation_score(tasks=pooled)["combined"], 0) if pooled else ""
 
 

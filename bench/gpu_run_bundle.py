@@ -109,7 +109,7 @@ print(json.dumps({{"state": run.state, "errors": run.errors}}))
 """
 
 EXPORT = """
-import hashlib, json, sys
+import json, sys
 from evaluator.models import Evaluation, EvaluationStatus
 from scoring.models import Assessment
 run = {run}
@@ -127,7 +127,7 @@ for e in rows.prefetch_related("results").order_by("pk"):
         "evaluator_version": e.evaluator_version, "task_hash": version.content_hash,
         "wall_seconds": (e.finished_at - e.started_at).total_seconds(),
         "public_log": e.public_log,
-        "source_sha256": hashlib.sha256(e.submission.source.encode()).hexdigest(),
+        "source_sha256": e.submission.sha256,
         "workloads": [
             {{"name": r.name, "role": r.role, "hidden": r.hidden, "status": r.status,
              "message": r.message, "max_abs_err": r.max_abs_err, "rel_err": r.rel_err,

@@ -1,9 +1,8 @@
-"""The order in which the queue claims one owner's evaluations (evaluation_claim_next), and
-the keys that place an evaluation in it (a run's queue position, selectors.pool_ahead)."""
+"""The order in which the queue claims one owner's evaluations (evaluation_claim_next), also
+counted by a run's queue position (selectors.pool_ahead)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.db.models import F, QuerySet, Value
@@ -13,8 +12,6 @@ from evaluator.models import Evaluation
 
 # Within one owner: by `claim_anchor`, then `claim_task`, then creation (claim_order_fields).
 CLAIM_ORDER = ("claim_anchor", "claim_task", "created_at", "pk")
-
-ClaimKey = tuple[datetime, str, datetime, int]
 
 
 def claim_order_fields() -> dict[str, Any]:
@@ -30,7 +27,7 @@ def claim_order_fields() -> dict[str, Any]:
     }
 
 
-def claim_keys(evaluations: QuerySet[Evaluation]) -> list[ClaimKey]:
-    """The claim keys of a queryset of evaluations, in claim order."""
+def in_claim_order(evaluations: QuerySet[Evaluation]) -> list[int]:
+    """The pks of a queryset of evaluations, in the order the queue claims them."""
     rows = evaluations.annotate(**claim_order_fields()).order_by(*CLAIM_ORDER)
-    return [tuple(row) for row in rows.values_list(*CLAIM_ORDER)]
+    return list(rows.values_list("pk", flat=True))

@@ -31,7 +31,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from accounts.models import User
-from evaluator.claimorder import claim_keys
+from evaluator.claimorder import in_claim_order
 from evaluator.harness.verdict import environment_gpu, reference_host_bound_calls
 from evaluator.models import (
     EXPERT_USERNAME,
@@ -535,7 +535,7 @@ def pool_ahead(*, hardware: str, owner_id: int, among: Iterable[int]) -> tuple[i
     mine = next((r for r in queued if r["submission__owner_id"] == owner_id), None)
     if mine is None:
         return running, running
-    own = claim_keys(
+    own = in_claim_order(
         Evaluation.objects.filter(
             target_hardware=hardware,
             status=EvaluationStatus.QUEUED,
@@ -543,7 +543,7 @@ def pool_ahead(*, hardware: str, owner_id: int, among: Iterable[int]) -> tuple[i
         )
     )
     wanted = set(among)
-    places = [place for place, key in enumerate(own) if key[-1] in wanted] or [0]
+    places = [place for place, pk in enumerate(own) if pk in wanted] or [0]
     others = [(r["waiting"], turn(r) < turn(mine)) for r in queued if r is not mine]
     first, last = (
         running + fair_claims_before(own_before=place, others=others)

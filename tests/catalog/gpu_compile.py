@@ -149,8 +149,8 @@ _launch = JITFunction.run
 compiled: list[str] = []
 # What a CUDA device launches: programs on grid axes 0, 1 and 2.
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
-# Set by --grids-only: each launch's grid checked, nothing compiled.
-_compiling = threading.local()
+# Off under --grids-only: each launch's grid checked, nothing compiled.
+COMPILE = True
 
 
 def launch_grid(fn: JITFunction, args: tuple, kwargs: dict, grid: Any) -> tuple[int, int, int]:
@@ -180,7 +180,7 @@ def _grid_checked(fn: JITFunction, args: tuple, kwargs: dict, grid: Any) -> None
 def _compile(self: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
     _grid_checked(self, args, kwargs, grid)
     compiled.append(self.fn.__name__)
-    if not getattr(_compiling, "on", True):
+    if not COMPILE:
         return None
     args = tuple(_Pointer(a) if isinstance(a, torch.Tensor) else a for a in args)
     kwargs = {k: _Pointer(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
@@ -249,7 +249,8 @@ def compile_workloads(slug: str, expert_path: str = "", only: str = "") -> list[
 def grids_of_folder(folder: str) -> list[dict]:
     """Every kernel file FOLDER/<slug>.py on its task's workloads: grids checked, nothing
     compiled; each line names its task."""
-    _compiling.on = False
+    global COMPILE
+    COMPILE = False
     lines = []
     for path in sorted(Path(folder).glob("*.py")):
         if (DEFAULT_CATALOG_DIR / path.stem / "task.toml").is_file():

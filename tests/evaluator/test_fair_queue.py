@@ -16,16 +16,21 @@ from tests.factories import EvaluationFactory, RunFactory, TaskVersionFactory, U
 pytestmark = pytest.mark.django_db
 
 
-def _queued(owner, n):
-    return EvaluationFactory(
+def _queued(owner, n, **submission):
+    """A queued evaluation of `owner`'s, as if created `n` seconds from now (the model
+    stamps its creation itself); `submission` sets its submission's fields."""
+    evaluation = EvaluationFactory(
         submission__owner=owner,
+        **{f"submission__{k}": v for k, v in submission.items()},
         status=EvaluationStatus.QUEUED,
         mode="",
         started_at=None,
         finished_at=None,
         target_hardware="",
-        created_at=timezone.now() + timedelta(seconds=n),
     )
+    created = timezone.now() + timedelta(seconds=n)
+    type(evaluation).objects.filter(pk=evaluation.pk).update(created_at=created)
+    return evaluation
 
 
 def test_workers_take_evaluations_round_robin_across_owners():
@@ -48,28 +53,11 @@ def test_workers_take_evaluations_round_robin_across_owners():
     assert evaluation_claim_next(worker="w1") is None
 
 
-def _created(evaluation, at):
-    """`evaluation` as if created at `at` (the model stamps its creation itself)."""
-    type(evaluation).objects.filter(pk=evaluation.pk).update(created_at=at)
-    return evaluation
-
-
-def _run_kernels(owner, run, tasks, at):
-    """Queued evaluations of `run`'s kernels for `tasks`, created one a second from `at`."""
+def _run_kernels(owner, run, tasks, n):
+    """Queued evaluations of `run`'s kernels for `tasks`, created one a second from `n`
+    seconds from now."""
     return {
-        version.task.slug: _created(
-            EvaluationFactory(
-                submission__owner=owner,
-                submission__run=run,
-                submission__task_version=version,
-                status=EvaluationStatus.QUEUED,
-                mode="",
-                started_at=None,
-                finished_at=None,
-                target_hardware="",
-            ),
-            at + timedelta(seconds=i),
-        )
+        version.task.slug: _queued(owner, n + i, run=run, task_version=version)
         for i, version in enumerate(tasks)
     }
 
@@ -80,14 +68,13 @@ def test_a_run_and_its_twin_are_claimed_task_by_task():
     # the GPU's clean reference measurement), then the owner's later upload.
     lab = UserFactory()
     tasks = [TaskVersionFactory(task__slug=slug) for slug in ("conv", "gemm", "softmax")]
-    start = timezone.now()
     plain = RunFactory(owner=lab)
     guided = RunFactory(owner=lab, levels=["L1", "L2", "L3"], pair=plain)
-    Run.objects.filter(pk=plain.pk).update(created_at=start, pair=guided)
-    Run.objects.filter(pk=guided.pk).update(created_at=start + timedelta(seconds=10))
-    first = _run_kernels(lab, plain, tasks, start + timedelta(seconds=1))
-    lone = _created(_queued(lab, 5), start + timedelta(seconds=5))
-    second = _run_kernels(lab, guided, tasks, start + timedelta(seconds=11))
+    Run.objects.filter(pk=plain.pk).update(pair=guided)
+    Run.objects.filter(pk=guided.pk).update(created_at=timezone.now() + timedelta(seconds=10))
+    first = _run_kernels(lab, plain, tasks, 1)
+    lone = _queued(lab, 5)
+    second = _run_kernels(lab, guided, tasks, 11)
     order = [first["conv"], second["conv"], first["gemm"], second["gemm"]]
     order += [first["softmax"], second["softmax"], lone]
 
@@ -102,11 +89,10 @@ def test_a_run_and_its_twin_are_claimed_task_by_task():
 def test_an_unpaired_run_goes_before_the_owners_later_uploads_and_after_earlier_ones():
     lab = UserFactory()
     tasks = [TaskVersionFactory(task__slug=slug) for slug in ("b_task", "a_task")]
-    start = timezone.now()
-    earlier = _created(_queued(lab, 0), start)
+    earlier = _queued(lab, 0)
     run = RunFactory(owner=lab)
-    Run.objects.filter(pk=run.pk).update(created_at=start + timedelta(seconds=1))
-    kernels = _run_kernels(lab, run, tasks, start + timedelta(seconds=2))
-    later = _created(_queued(lab, 30), start + timedelta(seconds=30))
+    Run.objects.filter(pk=run.pk).update(created_at=timezone.now() + timedelta(seconds=1))
+    kernels = _run_kernels(lab, run, tasks, 2)
+    later = _queued(lab, 30)
     taken = [evaluation_claim_next(worker="w1").pk for _ in range(4)]
     assert taken == [earlier.pk, kernels["a_task"].pk, kernels["b_task"].pk, later.pk]
