@@ -95,7 +95,7 @@ print(json.dumps([
      "phases": (e.environment or {}).get("phase_seconds") or {},
      "stages": (e.environment or {}).get("child_stages") or {},
      "lease": {k: v for k, v in ((e.environment or {}).get("gpu_lease") or {}).items()
-               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s")},
+               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s", "gpu_grant_wait_s")},
      "clean_age": ((e.environment or {}).get("clean_reference") or {}).get("age_s")}
     for e in rows
 ]))
@@ -292,7 +292,8 @@ def report(rows: list[dict], seen: set[int]) -> None:
                 stages = " ".join(f"{k} {v:.1f}" for k, v in row["stages"].items())
                 phases = f"{phases}; child: {stages}"
             if row.get("lease"):
-                # The GPU alone (held), waiting for it, frozen for another's timed phase.
+                # The GPU alone (held), waiting for it, frozen for another's timed phase,
+                # a starting child waiting to be granted the GPU.
                 lease = " ".join(f"{k[:-2]} {v:.0f}s" for k, v in row["lease"].items())
                 phases = f"{phases}; lease: {lease}"
             print(
@@ -324,8 +325,9 @@ def summary(rows: list[dict], state: dict) -> dict:
         "phases_s": added("phases"),
         "child_stages_s": added("stages"),
         # The GPU lease: seconds the evaluations held the GPU alone, waited for it, and
-        # spent frozen for another's timed phase (under one lease the held seconds of a
-        # GPU add up to at most its wall time).
+        # spent frozen for another's timed phase, and their starting children waited to
+        # be granted it (under one lease the held seconds of a GPU add up to at most its
+        # wall time).
         "lease_s": added("lease"),
         "per_gpu": per_gpu,
         "verdicts": counts,

@@ -302,6 +302,17 @@ def main() -> None:
     channel = Channel(fd, reply_fd)
     honesty.block_audit_hooks()
     channel.send("hello", pid=os.getpid())
+    if reply_fd is not None:
+        # Up to here the child has run its imports and nothing else: it has left the
+        # GPU alone, so a GPU lease let it start beside another evaluation's timed
+        # phase. It touches CUDA only once it has the GPU (gpulease).
+        if torch.cuda.is_initialized():
+            channel.send(
+                "error", kind="worker_error", phase="harness",
+                message="the harness initialised CUDA before it was given the GPU",
+            )  # fmt: skip
+            raise SystemExit(1)
+        channel.ask("gpu")
     with open(job_path) as fh:
         job = Job.from_dict(json.load(fh))
     os.unlink(job_path)  # it holds no secret, but the submission has no use for it

@@ -22,8 +22,10 @@ folder, where the submission could overwrite it: the counters are evidence
 for the design-property assessment, read in the submission's own process,
 never a check.
 
-The pass holds the GPU lease exclusive from ncu's start to its end (gpulease):
-a profiling session frozen by another evaluation's timed phase, between its
+The pass holds the GPU lease exclusive from the child's first request, which it
+makes before it touches CUDA, to its end (gpulease): ncu and the child's imports
+start beside other evaluations' timed phases, and the session is never frozen. A
+profiling session frozen by another evaluation's timed phase, between its
 workloads or before its first, did not finish on the H200 (each such pass ran
 until its limit, holding the GPU). The limit is PROFILE_TIMEOUT_S.
 """
@@ -44,7 +46,7 @@ from pathlib import Path
 from taskformat.counter_rules import NOT_PROFILED
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
-from . import gpulease, isolation, judge, protocol, redact, sandbox, watchdog
+from . import isolation, judge, protocol, redact, sandbox, watchdog
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
@@ -249,21 +251,22 @@ def _profiling_pass(
         (workdir / "job.json").write_text(json.dumps(dataclasses.asdict(_job(task, seen))))
         memory = memory_bytes or watchdog.default_memory_limit()
         limits = sandbox.Limits(timeout_s=timeout_s, memory_bytes=memory)
-        # The whole pass holds the GPU alone: one Nsight Compute session on a GPU at a
-        # time, never frozen mid-session by another evaluation's timed phase.
-        with gpulease.current().exclusive():
-            run = sandbox.run_child(
-                python_args=sandbox.child_args(f"{seen.work}/job.json"),
-                workdir=workdir,
-                task_dir=public_dir.resolve(),
-                env=_child_env(seen.work),
-                limits=limits,
-                gpu=True,
-                answer=dealer.answer,
-                wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
-                # ncu manages the processes it profiles; no verdict depends on how this one ends.
-                guard=False,
-            )
+        # The pass holds the GPU alone from the child's first request (made before it
+        # touches CUDA) to its end: one Nsight Compute session on a GPU at a time, never
+        # frozen mid-session by another evaluation's timed phase.
+        run = sandbox.run_child(
+            python_args=sandbox.child_args(f"{seen.work}/job.json"),
+            workdir=workdir,
+            task_dir=public_dir.resolve(),
+            env=_child_env(seen.work),
+            limits=limits,
+            gpu=True,
+            answer=dealer.answer,
+            wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
+            # ncu manages the processes it profiles; no verdict depends on how this one ends.
+            guard=False,
+            gpu_alone=True,
+        )
         text = _read(workdir / "ncu.csv")
         if sink is not None:
             sink += [text, run.log]

@@ -12,7 +12,11 @@ two files of a folder per GPU (`flock`, so a dead holder frees it at once):
   evaluation first takes the `gate` file; every other evaluation's watcher sees
   the gate taken within `POLL_S`, freezes its sandboxed processes (SIGSTOP of every
   process of its tree but its own monitors: a frozen child launches nothing), waits
-  for its own GPU work in the parent to end, and gives up its share. Once every
+  for its own GPU work in the parent to end, and gives up its share. A sandboxed
+  child that has not yet asked for the GPU is not frozen: until its first request
+  (`gpu`, sent by the harness before it touches CUDA or imports the submission) it
+  runs only the harness's own imports, which leave the GPU alone, and its request
+  is answered once no timed phase holds the GPU. Once every
   share is given up, the holder waits until the GPU has gone idle (work the frozen
   processes had already queued: `gpuidle.wait_idle`) and times. At the end it goes
   back to shared and frees the gate; the others take their share again and thaw.
@@ -33,15 +37,14 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from . import gpuidle, proctree
 from .freezer import Freezer
-
-Answer = Callable[[dict], dict]
+from .leasereport import Answer, LeaseReport, NoLease
 
 # How often a sharer looks at the gate.
 POLL_S = 0.01
@@ -49,56 +52,6 @@ POLL_S = 0.01
 EXCLUSIVE_STEPS = frozenset({"time", "profile"})
 # Processes of this one that are the parent's own (the GPU monitors): never frozen.
 trusted_pids: set[int] = set()
-
-
-@dataclass
-class LeaseReport:
-    """What sharing the GPU cost this evaluation, for the verdict's environment."""
-
-    # The most other evaluations that shared the GPU when this one took it alone.
-    most_others: int = 0
-    exclusive_phases: int = 0
-    # Waiting for the exclusive lease (other evaluations' timed phases, then the drain).
-    exclusive_wait_s: float = 0.0
-    # Of that wait: for work other evaluations had queued before they froze.
-    drain_s: float = 0.0
-    # Holding it: this evaluation's timed phases, the GPU no other evaluation could use.
-    exclusive_held_s: float = 0.0
-    # Frozen while another evaluation was timed.
-    frozen_s: float = 0.0
-    frozen_times: int = 0
-    # A drain that did not end: the GPU stayed busy with work that is not this evaluation's.
-    drain_failed: str = ""
-    # A process that could not be frozen (it would have shared another's timed phase).
-    freeze_failed: str = ""
-
-
-class NoLease:
-    """One evaluation on its GPU: nothing to share, nothing to wait for."""
-
-    report = LeaseReport()
-    gpu_busy = ""
-
-    def summary(self) -> dict[str, Any] | None:
-        return None
-
-    def problem(self) -> str:
-        return ""
-
-    def paused_seconds(self) -> float:
-        return 0.0
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        yield
-
-    @contextlib.contextmanager
-    def parent_work(self) -> Iterator[None]:
-        yield
-
-    @contextlib.contextmanager
-    def child(self, answer: Answer | None) -> Iterator[Answer | None]:
-        yield answer
 
 
 _current: NoLease | GpuLease = NoLease()
@@ -146,6 +99,10 @@ class GpuLease:
         self._paused_since = 0.0
         self._paused_total = 0.0
         self._yielded_at = 0.0
+        # Whether this evaluation's processes may be on the GPU: false only from a sandboxed
+        # child's start to its `gpu` request (`child`), when it runs the harness's imports.
+        self._child_on_gpu = True
+        self._frozen_now = False
         # Why this evaluation's child is to be ended: its kernels ran on while it was frozen.
         self.gpu_busy = ""
         self._stop = threading.Event()
@@ -294,20 +251,30 @@ class GpuLease:
     # --- a sandboxed child ------------------------------------------------------------
 
     @contextlib.contextmanager
-    def child(self, answer: Answer | None) -> Iterator[Answer | None]:
+    def child(self, answer: Answer | None, *, alone: bool = False) -> Iterator[Answer | None]:
         """The child's request handler, with its timed steps dealt under the exclusive lease.
 
         The lease is taken before the first timed step is dealt and given back when
-        the child asks for a step that is not timed, or ends.
+        the child asks for a step that is not timed, or ends. With `alone` (a profiling
+        pass) it is taken at the child's first request, before it touches the GPU, and
+        held to its end.
         """
         if answer is None:
             yield answer
             return
         phase = _TimedPhase(self)
+        with self._cond:
+            self._child_on_gpu = False
 
         def steps(request: dict) -> dict:
+            # Whatever the child asks first, it is on the GPU from then on.
+            if alone:
+                phase.enter()
+            self._grant_gpu()
+            if request.get("what") == "gpu":
+                return {"gpu": True}
             reply = answer(request)
-            if request.get("what") == "step":
+            if request.get("what") == "step" and not alone:
                 phase.enter() if reply.get("step") in EXCLUSIVE_STEPS else phase.leave()
             return reply
 
@@ -315,6 +282,29 @@ class GpuLease:
             yield steps
         finally:
             phase.leave(over=True)
+            with self._cond:
+                self._child_on_gpu = True
+
+    def _grant_gpu(self) -> None:
+        """Mark the child as on the GPU, once no other evaluation's timed phase holds it.
+
+        From here it is frozen with the rest of the evaluation's processes."""
+        with self._cond:
+            if self._child_on_gpu:
+                return
+            waited = time.monotonic()
+            paused = False
+            while self._state not in ("shared", "exclusive") or (
+                self._state == "shared" and self._gate_taken()
+            ):
+                if not paused:
+                    self._pause()
+                    paused = True
+                self._cond.wait(POLL_S)
+            if paused:
+                self._resume()
+                self.report.gpu_grant_wait_s += time.monotonic() - waited
+            self._child_on_gpu = True
 
     # --- the watcher ------------------------------------------------------------------
 
@@ -322,11 +312,16 @@ class GpuLease:
         while not self._stop.wait(POLL_S):
             with self._cond:
                 if self._state == "shared" and self._parent_busy == 0 and self._gate_taken():
-                    self._freezer.freeze(trusted_pids)
+                    # A child still starting is left to start: it is not on the GPU.
+                    self._frozen_now = self._child_on_gpu
+                    if self._frozen_now:
+                        self._freezer.freeze(trusted_pids)
+                        self._pause()
+                    else:
+                        self.report.yielded_unfrozen += 1
                     fcntl.flock(self._gpu, fcntl.LOCK_UN)
                     self._state = "yielded"
                     self._yielded_at = time.monotonic()
-                    self._pause()
                 elif self._state == "yielded" and not self.gpu_busy:
                     self.gpu_busy = self._freezer.named_busy(self.folder)
                 if self._state == "yielded" and not self._gate_taken():
@@ -340,8 +335,10 @@ class GpuLease:
         """Back from "yielded": thawed, the clock running again (the condition held)."""
         self._freezer.thaw()
         self._state = "shared"
-        self.report.frozen_s += time.monotonic() - self._yielded_at
-        self._resume()
+        if self._frozen_now:
+            self.report.frozen_s += time.monotonic() - self._yielded_at
+            self._resume()
+            self._frozen_now = False
         self._cond.notify_all()
 
     def _gate_taken(self) -> bool:

@@ -135,6 +135,9 @@ class Dealer:
         what = request.get("what")
         if what == "step":
             return self._next_step()
+        if what == "gpu":
+            # The GPU lease, where there is one, answers first (gpulease.GpuLease.child).
+            return {"gpu": True}
         if self.current is None or request.get("workload") != self.current[1]:
             return self._refuse(f"a {what!r} request for {request.get('workload')!r} out of step")
         kind, name = self.current

@@ -75,17 +75,18 @@ def run_child(
     wrapper: Sequence[str] = (),
     log: ChildLog | None = None,
     guard: bool = True,
+    gpu_alone: bool = False,
 ) -> ChildRun:
     """Run the harness child; `python_args` may name the result fd as `{fd}`.
 
     With `answer`, the child's requests on the result pipe are answered on a second pipe,
-    which `python_args` names as `{reply_fd}` (its timed steps under the GPU lease). Its
-    output goes to `log` (a ChildLog; the caller may have handed its `mark` to the Dealer),
-    `ChildRun.log` is its text. With `guard`, the child runs under the killguard filter."""
+    which `python_args` names as `{reply_fd}` (its timed steps under the GPU lease; with
+    `gpu_alone`, from its first request to its end). Its output goes to `log` (a ChildLog;
+    the caller may have handed its `mark` to the Dealer), `ChildRun.log` is its text.
+    With `guard`, the child runs under the killguard filter."""
     proctree.become_subreaper()
     log = log if log is not None else ChildLog()
-    read_fd, write_fd = os.pipe()
-    child_reply_fd, reply_fd = os.pipe()
+    (read_fd, write_fd), (child_reply_fd, reply_fd) = os.pipe(), os.pipe()
     log_read_fd, log_write_fd = os.pipe()
     fds = {"{fd}": str(write_fd), "{reply_fd}": str(child_reply_fd)}
     args = [fds.get(a, a) for a in python_args]
@@ -98,7 +99,7 @@ def run_child(
     )  # fmt: skip
     in_child_seccomp = seccomp if level == "process" else None  # bubblewrap loads its own
     result = ChildRun(returncode=None, isolation=level, kill_guarded=seccomp is not None)
-    with (lease := gpulease.current()).child(answer) as answer_in_lease:
+    with (lease := gpulease.current()).child(answer, alone=gpu_alone) as answer_in_lease:
         reader = Reader(read_fd, result, answer_in_lease, reply_fd)
         oom_kills = proctree.host_oom_kills()
         started = result.started = time.monotonic()
@@ -118,9 +119,8 @@ def run_child(
         reader.join(timeout=10)
     log.close()
     os.close(reply_fd)
-    result.returncode = proc.returncode
+    result.returncode, result.wall_seconds = proc.returncode, time.monotonic() - started
     result.host_oom_kills = proctree.host_oom_kills() - oom_kills
-    result.wall_seconds = time.monotonic() - started
     result.log = log.text()
     return result
 

@@ -6,6 +6,13 @@ python lease_member.py FOLDER share SECONDS TICKS OUT   hold a share for SECONDS
 python lease_member.py FOLDER time DELAY SECONDS OUT   after DELAY, hold the lease exclusive
                                                      for SECONDS, three times; write the
                                                      (start, end) of each to OUT
+python lease_member.py FOLDER start SECONDS TICKS OUT   run a sandboxed child's part of the lease:
+                                                     a child process that writes a tick to
+                                                     TICKS every 10 ms asks for the GPU after
+                                                     SECONDS (as the harness child does once
+                                                     its imports are done) and runs on until
+                                                     OUT.done exists; write when it asked and
+                                                     was granted the GPU to OUT
 python lease_member.py FOLDER clean SECONDS MARK OUT   measure row_softmax's clean reference on
                                                      a GPU named GPU-lease-test: its timing
                                                      holds the lease exclusive for SECONDS,
@@ -60,6 +67,22 @@ def main() -> None:
             ticker.kill()
             ticker.wait()
             report = {"paused_s": lease.paused_seconds(), "gpu_busy": lease.gpu_busy}
+            Path(out).write_text(json.dumps(report))
+            return
+        if role == "start":
+            with lease.child(lambda request: {"step": "end"}) as steps:
+                assert steps is not None
+                ticker = subprocess.Popen([sys.executable, "-c", TICKER, second])
+                time.sleep(float(first))
+                asked = time.monotonic()
+                steps({"what": "gpu"})
+                granted = time.monotonic()
+                Path(f"{out}.granted").write_text(str(granted))
+                while not Path(f"{out}.done").exists():
+                    time.sleep(0.02)
+                ticker.kill()
+                ticker.wait()
+            report = {"asked": asked, "granted": granted, "lease": lease.summary()}
             Path(out).write_text(json.dumps(report))
             return
         if role == "clean":

@@ -64,6 +64,41 @@ def test_another_evaluation_s_processes_are_frozen_for_a_timed_phase_and_thaw_af
     assert lease.report.exclusive_phases == 1 and lease.report.most_others == 1
 
 
+def test_a_child_still_starting_runs_beside_a_timed_phase_and_is_frozen_once_on_the_gpu(
+    tmp_path: Path,
+):
+    folder, tick_file, out = tmp_path / "lease", tmp_path / "ticks", tmp_path / "start.json"
+    starter = member(folder, "start", 1.0, tick_file, out)
+    wait_for(lambda: len(ticks(tick_file)) > 5)
+    with gpulease.joined(folder) as lease:
+        with lease.exclusive():
+            first = time.monotonic()
+            # The child asks for the GPU during this phase: it waits for its end.
+            time.sleep(2.5)
+            first_end = time.monotonic()
+        granted = Path(f"{out}.granted")
+        wait_for(granted.exists)
+        with lease.exclusive():
+            second = time.monotonic()
+            time.sleep(1.5)
+            second_end = time.monotonic()
+        # Thawed, it runs on.
+        wait_for(lambda: any(t > second_end for t in ticks(tick_file)))
+    Path(f"{out}.done").write_text("")
+    assert starter.wait(timeout=120) == 0
+    times = ticks(tick_file)
+    report = json.loads(out.read_text())
+    # Before its request the child started on beside the timed phase, unfrozen;
+    # the request was answered only once the phase had ended.
+    assert [t for t in times if first < t < first_end]
+    assert first < report["asked"] < first_end <= report["granted"]
+    assert report["lease"]["yielded_unfrozen"] >= 1
+    assert report["lease"]["gpu_grant_wait_s"] > 0
+    # On the GPU, it is frozen for the next timed phase.
+    assert not [t for t in times if second < t < second_end]
+    assert report["lease"]["frozen_times"] >= 1
+
+
 def test_timed_phases_of_several_evaluations_never_overlap(tmp_path: Path):
     folder = tmp_path / "lease"
     outs = [tmp_path / f"time{i}.json" for i in range(3)]
@@ -123,6 +158,30 @@ def test_a_hold_of_a_whole_pass_keeps_the_gpu_between_its_childs_timed_steps(tmp
         after = lease._state
         assert timer.wait(timeout=120) == 0
     assert states == ["exclusive"] * 5 and after == "shared"
+    assert lease.report.exclusive_phases == 1
+    assert all(start >= ended for start, _ in json.loads(out.read_text())["phases"])
+
+
+def test_a_child_that_has_the_gpu_alone_takes_it_at_its_first_request_and_keeps_it(
+    tmp_path: Path,
+):
+    """The counters pass: its child starts without the lease, then holds it to its end."""
+    folder, out = tmp_path / "lease", tmp_path / "time.json"
+    steps = iter(["profile", "check", "profile", "end"])
+    with gpulease.joined(folder) as lease:
+        with lease.child(lambda request: {"step": next(steps)}, alone=True) as answer:
+            starting = lease._state
+            answer({"what": "gpu"})
+            states = [lease._state]
+            timer = member(folder, "time", 0.0, 0.1, out)
+            for _ in range(4):
+                answer({"what": "step"})
+                states.append(lease._state)
+                time.sleep(0.2)  # room for the other to be timed, were the GPU free
+            ended = time.monotonic()
+        after = lease._state
+        assert timer.wait(timeout=120) == 0
+    assert starting == "shared" and states == ["exclusive"] * 5 and after == "shared"
     assert lease.report.exclusive_phases == 1
     assert all(start >= ended for start, _ in json.loads(out.read_text())["phases"])
 
