@@ -96,7 +96,8 @@ print(json.dumps([
      "stages": (e.environment or {}).get("child_stages") or {},
      "lease": {k: v for k, v in ((e.environment or {}).get("gpu_lease") or {}).items()
                if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s", "gpu_grant_wait_s")},
-     "clean_age": ((e.environment or {}).get("clean_reference") or {}).get("age_s")}
+     "clean_age": ((e.environment or {}).get("clean_reference") or {}).get("age_s"),
+     "clean_reused": ((e.environment or {}).get("clean_reference") or {}).get("reused")}
     for e in rows
 ]))
 """
@@ -332,10 +333,10 @@ def summary(rows: list[dict], state: dict) -> dict:
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),
-        # Clean references taken from an earlier evaluation of the same task on the GPU
-        # (age over 0), of the evaluations that had one.
+        # Clean references taken from an earlier evaluation of the same task on the GPU, of
+        # the evaluations that had one (before evaluator 0.6.3, which says so, an age over 0).
         "clean_reference_reused": [
-            sum(1 for r in rows if (r.get("clean_age") or 0) > 0),
+            sum(1 for r in rows if r.get("clean_reused") or (r.get("clean_age") or 0) > 0),
             sum(1 for r in rows if r.get("clean_age") is not None),
         ],
     }

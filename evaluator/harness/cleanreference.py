@@ -148,7 +148,7 @@ def _kept(store: Path) -> CleanReference | None:
         return None
     if not 0 <= age <= REUSE_S or not medians:
         return None
-    return CleanReference(ref_median_ms=medians, age_s=round(age, 1))
+    return CleanReference(ref_median_ms=medians, age_s=round(age, 1), reused=True)
 
 
 def reference_tampering(results: list[WorkloadOutcome], clean: CleanReference) -> list[dict]:

@@ -3,7 +3,9 @@
 Evidence of cheating outranks the way the process ended; a child the
 watchdog killed is named by its limit; one ended from outside is never the
 submission's fault; an exception the child reported is redacted once a
-hidden workload was dealt.
+hidden workload was dealt. Running out of memory is the submission's only when
+no other evaluation shared the GPU meanwhile (gpulease): beside others it is
+the worker's, and the evaluation is taken again.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import signal
 
 from taskformat.spec import TaskSpec
 
-from . import protocol, redact, sandbox, watchdog
+from . import gpulease, protocol, redact, sandbox, watchdog
 from .launch import channel_cap
 from .protocol import Observed
 from .reports import ErrorReport
@@ -48,7 +50,14 @@ def decide(
         return Status.WORKER_ERROR, f"the sandbox did not start (exit code {run.returncode})"
     if seen.error is not None:
         hidden_dealt = dealer is not None and dealer.hidden_dealt
-        return error_status(seen.error, task, hidden_dealt=hidden_dealt)
+        status, message = error_status(seen.error, task, hidden_dealt=hidden_dealt)
+        if status is Status.OUT_OF_MEMORY and (sharing := gpulease.current().report.most_sharing):
+            return Status.WORKER_ERROR, (
+                f"out of memory while {sharing} other evaluation{'s' if sharing > 1 else ''} "
+                "shared the GPU and held memory of it: a fault of the worker, not of the "
+                "submission"
+            )
+        return status, message
     if not seen.done:
         how = f"signal {run.signal}" if run.signal else f"exit code {run.returncode}"
         return Status.RUNTIME_ERROR, f"the submission's process ended early ({how})"

@@ -46,8 +46,9 @@ from . import gpuidle, proctree
 from .freezer import Freezer
 from .leasereport import Answer, LeaseReport, NoLease
 
-# How often a sharer looks at the gate.
+# How often a sharer looks at the gate, and counts the evaluations sharing its GPU.
 POLL_S = 0.01
+SHARING_EVERY_S = 1.0
 # The step kinds dealt under the exclusive lease (protocol.steps_of).
 EXCLUSIVE_STEPS = frozenset({"time", "profile"})
 # Processes of this one that are the parent's own (the GPU monitors): never frozen.
@@ -115,6 +116,7 @@ class GpuLease:
         fcntl.flock(self._gpu, fcntl.LOCK_SH)
         self._member.write_text(str(os.getpid()))
         self._state = "shared"
+        self.report.most_sharing = self.others()
         self._watcher.start()
         try:
             yield
@@ -130,12 +132,10 @@ class GpuLease:
 
     def others(self) -> int:
         """Other evaluations holding a share now (their member files, their processes alive)."""
-        count = 0
-        for path in self.folder.glob("member-*"):
-            pid = int(path.name.removeprefix("member-") or 0)
-            if pid and pid != os.getpid() and proctree.pid_alive(pid):
-                count += 1
-        return count
+        pids = (
+            int(path.name.removeprefix("member-") or 0) for path in self.folder.glob("member-*")
+        )
+        return sum(1 for pid in pids if pid and pid != os.getpid() and proctree.pid_alive(pid))
 
     # --- the watchdog's clock ---------------------------------------------------
 
@@ -309,7 +309,11 @@ class GpuLease:
     # --- the watcher ------------------------------------------------------------------
 
     def _watch(self) -> None:
+        counted = time.monotonic()
         while not self._stop.wait(POLL_S):
+            if time.monotonic() - counted >= SHARING_EVERY_S:
+                counted = time.monotonic()
+                self.report.most_sharing = max(self.report.most_sharing, self.others())
             with self._cond:
                 if self._state == "shared" and self._parent_busy == 0 and self._gate_taken():
                     # A child still starting is left to start: it is not on the GPU.

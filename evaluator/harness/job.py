@@ -144,6 +144,7 @@ class CleanReference:
 
     ref_median_ms: dict[str, float] = field(default_factory=dict)
     problem: str = ""
-    # Seconds since the clean process timed it: 0 for this evaluation's own, else a
-    # measurement of the same baseline on the same GPU reused (cleanreference.REUSE_S).
+    # Seconds since the clean process timed it, and whether it is a measurement of the
+    # same baseline on the same GPU made for an earlier evaluation (cleanreference.REUSE_S).
     age_s: float = 0.0
+    reused: bool = False

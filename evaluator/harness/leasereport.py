@@ -17,6 +17,9 @@ class LeaseReport:
 
     # The most other evaluations that shared the GPU when this one took it alone.
     most_others: int = 0
+    # The most other evaluations seen on the GPU while this one ran (at its start,
+    # then about once a second): their memory was not this evaluation's to use.
+    most_sharing: int = 0
     exclusive_phases: int = 0
     # Waiting for the exclusive lease (other evaluations' timed phases, then the drain).
     exclusive_wait_s: float = 0.0

@@ -365,3 +365,32 @@ def test_a_child_named_busy_on_the_gpu_is_killed_and_its_verdict_says_why(tmp_pa
     run = result[0]
     assert run.killed_for == "gpu_busy" and run.wall_seconds < 30
     assert killed_status(run) == (Status.TIMEOUT, "killed: its process 1 kept the GPU busy")
+
+
+def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_submission_s(
+    tmp_path: Path,
+):
+    """Another evaluation on the GPU holds memory of it: a submission that runs out of it
+    then is not blamed; its evaluation is taken again (worker_error)."""
+    from evaluator.harness import decision, reports
+    from evaluator.harness.protocol import Observed
+    from evaluator.harness.verdict import Status
+    from evaluator.harness.watchdog import ChildRun
+
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    error = {"kind": "out_of_memory", "phase": "check", "message": "CUDA out of memory."}
+
+    def out_of_memory() -> tuple[Status, str]:
+        seen = Observed(started=True, ready=True, error=reports.parse_error(error))
+        return decision.decide(ChildRun(returncode=1), seen, [], 1, task=task)
+
+    with gpulease.joined(tmp_path / "alone"):
+        assert out_of_memory()[0] is Status.OUT_OF_MEMORY
+    folder, tick_file = tmp_path / "lease", tmp_path / "ticks"
+    sharer = member(folder, "share", 5, tick_file, tmp_path / "share.json")
+    wait_for(lambda: len(ticks(tick_file)) > 0)
+    with gpulease.joined(folder):
+        status, message = out_of_memory()
+    assert sharer.wait(timeout=120) == 0
+    assert status is Status.WORKER_ERROR
+    assert message.startswith("out of memory while 1 other evaluation shared the GPU")
