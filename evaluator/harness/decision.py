@@ -3,9 +3,9 @@
 Evidence of cheating outranks the way the process ended; a child the
 watchdog killed is named by its limit; one ended from outside is never the
 submission's fault; an exception the child reported is redacted once a
-hidden workload was dealt. Running out of memory is the submission's only when
-no other evaluation shared the GPU meanwhile (gpulease): beside others it is
-the worker's, and the evaluation is taken again.
+hidden workload was dealt. Running out of GPU memory is the submission's only
+when no other evaluation shared the GPU meanwhile (gpulease): beside others it
+is the worker's, and the evaluation is taken again.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from .launch import channel_cap
 from .protocol import Observed
 from .reports import ErrorReport
 from .verdict import Status, WorkloadOutcome
+
+# What torch says when the GPU's memory runs out (host memory is the evaluation's own).
+GPU_OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory")
 
 
 def decide(
@@ -51,7 +54,9 @@ def decide(
     if seen.error is not None:
         hidden_dealt = dealer is not None and dealer.hidden_dealt
         status, message = error_status(seen.error, task, hidden_dealt=hidden_dealt)
-        if status is Status.OUT_OF_MEMORY and (sharing := gpulease.current().report.most_sharing):
+        gpu_memory = any(sign in seen.error.message for sign in GPU_OUT_OF_MEMORY)
+        sharing = gpulease.current().report.most_sharing
+        if status is Status.OUT_OF_MEMORY and gpu_memory and sharing:
             return Status.WORKER_ERROR, (
                 f"out of memory while {sharing} other evaluation{'s' if sharing > 1 else ''} "
                 "shared the GPU and held memory of it: a fault of the worker, not of the "

@@ -378,9 +378,10 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
     from evaluator.harness.watchdog import ChildRun
 
     task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
-    error = {"kind": "out_of_memory", "phase": "check", "message": "CUDA out of memory."}
+    gpu = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 
-    def out_of_memory() -> tuple[Status, str]:
+    def out_of_memory(message: str = gpu) -> tuple[Status, str]:
+        error = {"kind": "out_of_memory", "phase": "check", "message": message}
         seen = Observed(started=True, ready=True, error=reports.parse_error(error))
         return decision.decide(ChildRun(returncode=1), seen, [], 1, task=task)
 
@@ -391,6 +392,8 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
     wait_for(lambda: len(ticks(tick_file)) > 0)
     with gpulease.joined(folder):
         status, message = out_of_memory()
+        # Host memory is the evaluation's own, shared GPU or not.
+        assert out_of_memory("MemoryError")[0] is Status.OUT_OF_MEMORY
     assert sharer.wait(timeout=120) == 0
     assert status is Status.WORKER_ERROR
     assert message.startswith("out of memory while 1 other evaluation shared the GPU")
