@@ -236,9 +236,7 @@ class GpuLease:
         freezing until it ends.
         """
         with self._cond:
-            while self._state not in ("shared", "exclusive") or (
-                self._state == "shared" and self._gate_taken()
-            ):
+            while self._timed_elsewhere():
                 self._cond.wait(POLL_S)
             self._parent_busy += 1
         try:
@@ -290,18 +288,11 @@ class GpuLease:
 
         From here it is frozen with the rest of the evaluation's processes."""
         with self._cond:
-            if self._child_on_gpu:
-                return
-            waited = time.monotonic()
-            paused = False
-            while self._state not in ("shared", "exclusive") or (
-                self._state == "shared" and self._gate_taken()
-            ):
-                if not paused:
-                    self._pause()
-                    paused = True
-                self._cond.wait(POLL_S)
-            if paused:
+            if not self._child_on_gpu and self._timed_elsewhere():
+                waited = time.monotonic()
+                self._pause()
+                while self._timed_elsewhere():
+                    self._cond.wait(POLL_S)
                 self._resume()
                 self.report.gpu_grant_wait_s += time.monotonic() - waited
             self._child_on_gpu = True
@@ -344,6 +335,13 @@ class GpuLease:
             self._resume()
             self._frozen_now = False
         self._cond.notify_all()
+
+    def _timed_elsewhere(self) -> bool:
+        """Whether another evaluation is timed, or about to be (the condition held): this
+        one may put no new work on the GPU until it is not."""
+        return self._state not in ("shared", "exclusive") or (
+            self._state == "shared" and self._gate_taken()
+        )
 
     def _gate_taken(self) -> bool:
         try:

@@ -44,6 +44,17 @@ def wait_for(condition, timeout_s: float = 60) -> None:
         time.sleep(0.02)
 
 
+def dealt(answer, lease: gpulease.GpuLease, steps: int) -> list[str]:
+    """Deal `steps` steps, with room after each for another evaluation to be timed were
+    the GPU free; the lease's state after each."""
+    states = []
+    for _ in range(steps):
+        answer({"what": "step"})
+        states.append(lease._state)
+        time.sleep(0.2)
+    return states
+
+
 def test_another_evaluation_s_processes_are_frozen_for_a_timed_phase_and_thaw_after(
     tmp_path: Path,
 ):
@@ -145,15 +156,11 @@ def test_a_hold_of_a_whole_pass_keeps_the_gpu_between_its_childs_timed_steps(tmp
     child's timed steps end: no other evaluation is timed until the hold ends."""
     folder, out = tmp_path / "lease", tmp_path / "time.json"
     steps = iter(["time", "check", "time", "check", "end"])
-    states = []
     with gpulease.joined(folder) as lease:
         with lease.exclusive():
             timer = member(folder, "time", 0.0, 0.1, out)
             with lease.child(lambda request: {"step": next(steps)}) as answer:
-                for _ in range(5):
-                    answer({"what": "step"})
-                    states.append(lease._state)
-                    time.sleep(0.2)  # room for the other to be timed, were the GPU free
+                states = dealt(answer, lease, 5)
             ended = time.monotonic()
         after = lease._state
         assert timer.wait(timeout=120) == 0
@@ -174,10 +181,7 @@ def test_a_child_that_has_the_gpu_alone_takes_it_at_its_first_request_and_keeps_
             answer({"what": "gpu"})
             states = [lease._state]
             timer = member(folder, "time", 0.0, 0.1, out)
-            for _ in range(4):
-                answer({"what": "step"})
-                states.append(lease._state)
-                time.sleep(0.2)  # room for the other to be timed, were the GPU free
+            states += dealt(answer, lease, 4)
             ended = time.monotonic()
         after = lease._state
         assert timer.wait(timeout=120) == 0
