@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -237,3 +238,27 @@ def test_hundreds_of_outputs_cost_the_result_pipe_no_more_per_timed_call(tmp_pat
     audits = [sent_bytes(a) for a in seen.timings["layers_22"].audit_prints]
     assert max(audits) < 40_000, audits
     assert run.channel_bytes < resultpipe.MAX_CHANNEL_BYTES / 100, run.channel_bytes
+
+
+def test_the_child_asks_for_the_gpu_before_any_of_the_submission_runs(tmp_path, monkeypatch):
+    """A child left to start beside another evaluation's timed phase runs only the
+    harness's imports: the submission's own import-time code comes after the request."""
+    asked: list[tuple[str, float]] = []
+    answer = protocol.Dealer.answer
+
+    def recorded(self, request):
+        asked.append((str(request.get("what")), time.monotonic()))
+        return answer(self, request)
+
+    monkeypatch.setattr(protocol.Dealer, "answer", recorded)
+    marker = tmp_path / "imported"
+    expert = (DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py").read_text()
+    submission = tmp_path / "submission.py"
+    submission.write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(time.monotonic()))\n"
+        + expert
+    )
+    _, _, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", submission)
+    assert seen.done and seen.error is None, log[-3000:]
+    assert [what for what, _ in asked].count("gpu") == 1
+    assert asked[0][0] == "gpu" and asked[0][1] < float(marker.read_text())
