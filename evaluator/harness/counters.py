@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from taskformat.counter_rules import NOT_PROFILED
@@ -132,9 +133,11 @@ def ncu_version(ncu: str) -> str:
     return f"ncu {match.group(1)}" if match else "ncu"
 
 
-def ncu_command(ncu: str, csv_path: str) -> list[str]:
-    """The wrapper the child's interpreter runs under: ncu, writing its table to `csv_path`."""
-    return [ncu, *NCU_OPTIONS, "--metrics", ",".join(METRICS.values()), "--log-file", csv_path]
+def ncu_command(ncu: str, csv_path: str, metrics: Sequence[str] = tuple(METRICS)) -> list[str]:
+    """The wrapper the child's interpreter runs under: ncu, reading `metrics` (keys of
+    METRICS) and writing its table to `csv_path`."""
+    names = ",".join(METRICS[key] for key in metrics)
+    return [ncu, *NCU_OPTIONS, "--metrics", names, "--log-file", csv_path]
 
 
 def child_path() -> str:
@@ -154,6 +157,8 @@ def profile(
     memory_bytes: int | None = None,
     csv_sink: list[str] | None = None,
     builds: Path | None = None,
+    only: Sequence[str] | None = None,
+    metrics: Sequence[str] = tuple(METRICS),
 ) -> tuple[list[WorkloadOutcome], str]:
     """`results` with each timed workload's counters attached, and the note for the verdict.
 
@@ -163,8 +168,9 @@ def profile(
     given, receives what ncu wrote (its table) and the child's log, as they
     were, whether or not they could be read (bench/counters_table.py).
     `builds`, if given, is the timed child's scratch folder: the pass takes
-    its compile caches over (take_builds).
-    """
+    its compile caches over (take_builds). `only` (timed workloads' names)
+    and `metrics` (METRICS' keys) narrow the pass: one that settles a host
+    clock reads DURATION_ONLY of the workloads that need it."""
     if mode is not Mode.CUDA:
         return results, NOT_PROFILED["interpret"]
     if not enabled:
@@ -172,6 +178,7 @@ def profile(
     if status is not Status.CORRECT:
         return results, NOT_PROFILED["incorrect"]
     timed = [w for w in task.workloads_for(mode) if w.role is WorkloadRole.TIMED]
+    timed = [w for w in timed if only is None or w.name in only]
     if not timed:
         return results, NOT_PROFILED["untimed"]
     ncu = find_ncu(child_path())
@@ -180,7 +187,9 @@ def profile(
     tool = ncu_version(ncu)
     try:
         names = [w.name for w in timed]
-        text = _profiling_pass(task, source, names, ncu, timeout_s, memory_bytes, csv_sink, builds)
+        text = _profiling_pass(
+            task, source, names, ncu, metrics, timeout_s, memory_bytes, csv_sink, builds
+        )
         per_workload = split_by_mark(parse_ncu_csv(text), names)
     except CountersError as exc:
         return results, str(exc) if str(exc).startswith("not read") else f"not read: {exc}"
@@ -195,10 +204,19 @@ def profile(
     ]
     if problem := other_work(counted):
         return results, problem
-    metrics = ", ".join(METRICS.values())
-    return counted, (
-        f"read by {tool} in a sandboxed, untimed pass: one call of each timed workload, "
-        f"kernel replay, caches flushed before each kernel, clocks left alone; {metrics}"
+    return counted, read_note(tool, None if only is None else names, metrics)
+
+
+def read_note(tool: str, names: Sequence[str] | None, metrics: Sequence[str]) -> str:
+    """The verdict's note of a pass that read its counters: of every timed workload, or
+    of `names` alone (the workloads whose host clock needed settling)."""
+    which = "each timed workload"
+    if names is not None:
+        which = f"{', '.join(names)}, whose host clock needed settling"
+    return (
+        f"read by {tool} in a sandboxed, untimed pass: one call of {which}, "
+        f"kernel replay, caches flushed before each kernel, clocks left alone; "
+        + ", ".join(METRICS[key] for key in metrics)
     )
 
 
@@ -227,6 +245,7 @@ def _profiling_pass(
     source: str,
     names: list[str],
     ncu: str,
+    metrics: Sequence[str],
     timeout_s: float,
     memory_bytes: int | None,
     sink: list[str] | None = None,
@@ -262,7 +281,7 @@ def _profiling_pass(
             limits=limits,
             gpu=True,
             answer=dealer.answer,
-            wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv"),
+            wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv", metrics),
             # ncu manages the processes it profiles; no verdict depends on how this one ends.
             guard=False,
             gpu_alone=True,

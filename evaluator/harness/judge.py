@@ -61,6 +61,10 @@ def judge(
                     task, by_name[entry.name], entry, seen, reference, workdir, env_info, own
                 )
             )
+            # What the workload's reference outputs took goes back to the GPU, for the
+            # evaluations beside this one, not kept in this process's cache until it ends.
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
     return outcomes
 
 

@@ -34,6 +34,9 @@ METRICS = {
     "hmma": "sm__inst_executed_pipe_tensor_op_hmma.sum",
     "gmma": "sm__inst_executed_pipe_tensor_op_gmma.sum",
 }
+# What a pass reads where only the kernels' device time is needed (a host-clock excess
+# to settle, no counter rule to assess): one replay of each kernel instead of several.
+DURATION_ONLY = ("duration",)
 L2_SECTOR_BYTES = 32
 PERMISSION_CODE = "ERR_NVGPUCTRPERM"
 UNIT_SCALE = {
@@ -135,9 +138,10 @@ def summarise(kernels: list[dict[str, Any]], *, min_bytes: float, tool: str) -> 
     `traffic_bytes` is DRAM reads plus the larger of DRAM writes and the
     bytes the SMs wrote into the L2 (which reach DRAM as they are evicted;
     what ncu's cache flush leaves dirty at a kernel's end is not in the
-    DRAM writes). `tensor_share` is tensor-core instructions (hmma + gmma)
-    over all instructions executed, None where no instruction was counted
-    or neither tensor metric was read.
+    DRAM writes); it and the DRAM figures are None where no DRAM metric was
+    read. `tensor_share` is tensor-core instructions (hmma + gmma) over all
+    instructions executed, None where no instruction was counted or neither
+    tensor metric was read.
     """
 
     def total(key: str) -> float | None:
@@ -145,23 +149,27 @@ def summarise(kernels: list[dict[str, Any]], *, min_bytes: float, tool: str) -> 
         known = [v for v in values if v is not None]
         return sum(known) if known else None
 
-    read, write = total("dram_read") or 0.0, total("dram_write") or 0.0
+    dram_read, dram_write = total("dram_read"), total("dram_write")
+    read, write = dram_read or 0.0, dram_write or 0.0
     sectors = total("l2_write_sectors")
     l2_write = sectors * L2_SECTOR_BYTES if sectors is not None else None
-    traffic = read + max(write, l2_write or 0.0)
+    # No DRAM figure at all where the pass read none (DURATION_ONLY): not zero bytes.
+    dram = (dram_read, dram_write) != (None, None)
+    traffic = read + max(write, l2_write or 0.0) if dram else None
     instructions = total("instructions")
     tensor_parts = [v for v in (total("hmma"), total("gmma")) if v is not None]
     tensor = sum(tensor_parts) if tensor_parts else None
     share = tensor / instructions if tensor is not None and instructions else None
     duration_ns = total("duration")
+    ratio = round(traffic / min_bytes, 4) if traffic is not None and min_bytes > 0 else None
     return {
-        "dram_bytes": int(read + write),
-        "dram_read_bytes": int(read),
-        "dram_write_bytes": int(write),
+        "dram_bytes": int(read + write) if dram else None,
+        "dram_read_bytes": int(read) if dram else None,
+        "dram_write_bytes": int(write) if dram else None,
         "l2_write_bytes": int(l2_write) if l2_write is not None else None,
-        "traffic_bytes": int(traffic),
+        "traffic_bytes": int(traffic) if traffic is not None else None,
         "min_bytes": int(min_bytes),
-        "traffic_ratio": round(traffic / min_bytes, 4) if min_bytes > 0 else None,
+        "traffic_ratio": ratio,
         "tensor_instructions": int(tensor) if tensor is not None else None,
         "instructions": int(instructions) if instructions is not None else None,
         "tensor_share": round(share, 6) if share is not None else None,

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from taskformat import package
 from taskformat.counter_rules import NOT_PROFILED
@@ -51,6 +52,7 @@ from .cleanreference import reference_tampering, reusable_clean_reference, with_
 from .decision import decide
 from .job import Plan, TimingSettings
 from .judge import judge
+from .ncu_report import DURATION_ONLY
 from .properties import launched_kernels
 from .protocol import Observed
 from .timingchecks import settle_host_clock
@@ -144,7 +146,7 @@ def _evaluate(
         status, message = child.decide(results, task)
         with stages.phases("counters"):
             results, env_info["counters"] = stages.counters(
-                status, results, read_counters, bool(seen.host_clock)
+                status, results, read_counters, [item["workload"] for item in seen.host_clock]
             )
         if seen.host_clock:
             inconsistent, env_info["host_overhead"] = settle_host_clock(seen.host_clock, results)
@@ -267,14 +269,18 @@ class _Stages:
         return with_clean_reference(results, clean)
 
     def counters(
-        self, status: Status, results: list[WorkloadOutcome], when: str, host_clock: bool
+        self, status: Status, results: list[WorkloadOutcome], when: str, host_clock: list[str]
     ) -> tuple[list[WorkloadOutcome], str]:
         """For a correct cuda-mode verdict, each timed workload's counters (counters.profile);
         with `when` "needed", only where a property's counter rule or a host-clock excess
-        (timingchecks.settle_host_clock) uses them."""
-        unused = not host_clock and not any(p.counters for p in self.task.properties)
-        if when == "needed" and unused and self.mode is Mode.CUDA and status is Status.CORRECT:
-            return results, NOT_PROFILED["unneeded"]
+        (timingchecks.settle_host_clock, `host_clock` the workloads that had one) uses them:
+        without a counter rule, only those workloads' kernel times."""
+        ruled = any(p.counters for p in self.task.properties)
+        scope: dict[str, Any] = {}
+        if when == "needed" and self.mode is Mode.CUDA and status is Status.CORRECT and not ruled:
+            if not host_clock:
+                return results, NOT_PROFILED["unneeded"]
+            scope = {"only": host_clock, "metrics": DURATION_ONLY}
         return counters.profile(
             task=self.task,
             source=self.source,
@@ -286,6 +292,7 @@ class _Stages:
             memory_bytes=self.memory_bytes,
             # A kept scratch folder keeps its caches too.
             builds=None if self.keep_workdir else self.workdir,
+            **scope,
         )
 
 

@@ -401,3 +401,43 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
     assert sharer.wait(timeout=120) == 0
     assert status is Status.WORKER_ERROR
     assert message.startswith("out of memory while 1 other evaluation shared the GPU")
+
+
+def test_the_judge_gives_back_its_cached_gpu_memory_after_each_workload_inside_its_gpu_work(
+    tmp_path, monkeypatch
+):
+    """What one workload's reference outputs took in the parent's allocator is freed before
+    the next (the evaluations beside it need the GPU's memory), and never beside another
+    evaluation's timed phase: the release is the parent's own GPU work."""
+    import torch
+
+    from evaluator.harness import judge
+    from evaluator.harness.job import Plan, PlannedWorkload
+    from evaluator.harness.protocol import Observed
+
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    names = [w.name for w in task.workloads_for(Mode.INTERPRET)][:2]
+    events: list[tuple[str, str | int]] = []
+
+    def judged(task_, spec, *rest):
+        events.append(("judged", spec.name))
+        return spec.name
+
+    monkeypatch.setattr(judge, "ReferenceOutputs", lambda task_, mode: None)
+    monkeypatch.setattr(judge, "_judge_workload", judged)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    plan = Plan(
+        workloads=tuple(
+            PlannedWorkload(name=n, params={}, timed=False, hidden=False) for n in names
+        ),
+        steps=tuple(("check", n) for n in names),
+        seeds=1,
+    )
+    seen = Observed(outputs={n: ["a call"] for n in names})  # type: ignore[dict-item]
+    with gpulease.joined(tmp_path / "lease") as lease:
+        monkeypatch.setattr(
+            torch.cuda, "empty_cache", lambda: events.append(("freed", lease._parent_busy))
+        )
+        outcomes = judge.judge(task, Mode.CUDA, plan, seen, tmp_path, {})
+    assert outcomes == names
+    assert events == [("judged", names[0]), ("freed", 1), ("judged", names[1]), ("freed", 1)]

@@ -34,7 +34,9 @@ from evaluator.harness import (
     sandbox,
 )
 from evaluator.harness.job import PlannedWorkload
+from evaluator.harness.profilemark import MARK_KERNEL
 from evaluator.harness.verdict import Status, WorkloadOutcome
+from taskformat import counter_rules
 from taskformat.package import DEFAULT_CATALOG_DIR, load_task
 from taskformat.spec import Mode, WorkloadRole
 
@@ -152,6 +154,25 @@ def test_without_a_minimum_or_instructions_there_is_no_ratio_and_no_share():
     assert summary["traffic_ratio"] is None and summary["tensor_share"] is None
     assert summary["kernel_ms"] is None  # a table without durations (the capture's ncu run)
     assert summary["l2_write_bytes"] is None and summary["traffic_bytes"] == 10
+
+
+def test_a_pass_that_read_only_durations_states_no_dram_traffic_rather_than_none_moved():
+    kernels = [
+        {"id": 1, "name": "k", "metrics": {"gpu__time_duration.sum": 1500.0}},
+        {"id": 2, "name": "k", "metrics": {"gpu__time_duration.sum": 500.0}},
+    ]
+    summary = ncu_report.summarise(kernels, min_bytes=1_000_000, tool="ncu")
+    assert summary["kernel_ms"] == pytest.approx(0.002) and summary["kernels"] == 2
+    for key in ("dram_bytes", "dram_read_bytes", "dram_write_bytes", "traffic_bytes"):
+        assert summary[key] is None, key
+    assert summary["traffic_ratio"] is None and summary["tensor_share"] is None
+    # No counter rule and no page reads a DRAM figure into it.
+    assert counter_rules.traffic_ratio(summary) is None
+
+
+def test_the_duration_only_wrapper_asks_ncu_for_the_kernel_time_alone():
+    argv = counters.ncu_command("/opt/ncu", "/d2k/work/ncu.csv", ncu_report.DURATION_ONLY)
+    assert argv[argv.index("--metrics") + 1] == "gpu__time_duration.sum"
 
 
 @pytest.mark.parametrize(
@@ -461,18 +482,31 @@ def test_the_counters_pass_starts_with_the_childs_compile_caches(tmp_path, monke
     assert not (builds / ".triton").exists()
 
 
+ALL = (None, tuple(ncu_report.METRICS))
+SETTLE = (["bf16_1024x65536"], ncu_report.DURATION_ONLY)
+
+
 @pytest.mark.parametrize(
-    ("slug", "when", "host_clock", "profiled"),
+    ("slug", "when", "host_clock", "profiled", "scope"),
     [
-        ("row_softmax", "needed", False, None),  # no counter rule, no host-clock excess
-        ("row_softmax", "needed", True, True),  # the timing check needs ncu's kernel times
-        ("gemm_bf16", "needed", False, True),  # its tensor-core property has a counter rule
-        ("row_softmax", "all", False, True),
-        ("row_softmax", "off", False, False),
+        ("row_softmax", "needed", [], None, None),  # no counter rule, no host-clock excess
+        # The timing check needs ncu's kernel times of the workload it found slow, only.
+        ("row_softmax", "needed", ["bf16_1024x65536"], True, SETTLE),
+        ("gemm_bf16", "needed", [], True, ALL),  # its tensor-core property has a counter rule
+        (
+            "gemm_bf16",
+            "needed",
+            ["bf16_4096x4096x4096"],
+            True,
+            ALL,
+        ),  # the rule needs every workload's
+        ("row_softmax", "all", [], True, ALL),
+        ("row_softmax", "all", ["bf16_1024x65536"], True, ALL),
+        ("row_softmax", "off", [], False, ALL),
     ],
 )
 def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
-    monkeypatch, slug, when, host_clock, profiled
+    monkeypatch, slug, when, host_clock, profiled, scope
 ):
     from evaluator.harness import orchestrate
     from evaluator.harness.job import TimingSettings
@@ -482,6 +516,7 @@ def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
 
     def profile(**kwargs):
         calls.append(kwargs["enabled"])
+        calls.append((kwargs.get("only"), tuple(kwargs.get("metrics", ncu_report.METRICS))))
         return kwargs["results"], "read by a stand-in"
 
     monkeypatch.setattr(orchestrate.counters, "profile", profile)
@@ -491,7 +526,41 @@ def test_the_counters_pass_runs_where_the_setting_and_the_task_need_it(
     if profiled is None:
         assert calls == [] and note == NOT_PROFILED["unneeded"] and not pass_failed(note)
     else:
-        assert calls == [profiled] and note == "read by a stand-in"
+        assert calls == [profiled, scope] and note == "read by a stand-in"
+
+
+def test_a_pass_scoped_to_some_workloads_deals_and_splits_only_those(tmp_path, monkeypatch):
+    """The settling pass's child is dealt the slow workload alone, ncu reads its time alone,
+    and the note names what was read."""
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    [slow, *_] = [w.name for w in task.workloads_for(Mode.CUDA) if w.role is WorkloadRole.TIMED]
+    seen: dict = {}
+
+    def pass_(task_, source, names, ncu, metrics, *rest):
+        seen.update(names=names, metrics=metrics)
+        rows = [
+            '"ID","Kernel Name","gpu__time_duration.sum"',
+            '"","","nsecond"',
+            f'"0","{MARK_KERNEL}","1000"',
+            '"1","softmax_kernel","2000000"',
+        ]
+        return "\n".join(rows)
+
+    monkeypatch.setattr(counters, "find_ncu", lambda path: "/usr/bin/true")
+    monkeypatch.setattr(counters, "ncu_version", lambda ncu: "ncu 2099.1")
+    monkeypatch.setattr(counters, "_profiling_pass", pass_)
+    results = timed_results(task)
+    out, note = counters.profile(
+        task=task, source="", mode=Mode.CUDA, status=Status.CORRECT, results=results,
+        only=[slow], metrics=ncu_report.DURATION_ONLY,
+    )  # fmt: skip
+    assert seen == {"names": [slow], "metrics": ("duration",)}
+    by_name = {r.name: r for r in out}
+    assert by_name[slow].counters["kernel_ms"] == pytest.approx(2.0)
+    assert by_name[slow].counters["dram_bytes"] is None
+    assert all(r.counters is None for r in out if r.name != slow)
+    assert f"one call of {slow}, whose host clock needed settling" in note
+    assert note.endswith("; gpu__time_duration.sum")
 
 
 def measured(name: str, median_ms: float, kernel_ms: float, host_bound_calls: int = 0):
