@@ -5,7 +5,8 @@ watchdog killed is named by its limit; one ended from outside is never the
 submission's fault; an exception the child reported is redacted once a
 hidden workload was dealt. Running out of GPU memory is the submission's only
 when no other evaluation shared the GPU meanwhile (gpulease): beside others it
-is the worker's, and the evaluation is taken again.
+is the worker's, and the evaluation is taken again. So is a scratch folder
+stopped by the disk's free space below the limit every evaluation has.
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ def killed_status(run: sandbox.ChildRun) -> tuple[Status, str] | None:
             used += f" ({run.peak_tmpfs_bytes / 2**30:.1f} GiB of it files in /tmp and /dev/shm)"
         return Status.OUT_OF_MEMORY, used
     if run.killed_for == "scratch":
+        if short_disk(run):
+            return Status.WORKER_ERROR, (
+                f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} "
+                f"GiB) when the host's disk had room for {run.scratch_limit_bytes / 2**30:.1f} "
+                f"GiB of it, within the {run.scratch_policy_bytes / 2**30:.1f} GiB every "
+                "evaluation may write: a fault of the worker, not of the submission"
+            )
         return Status.OUT_OF_MEMORY, (
             f"killed for filling its scratch folder ({run.peak_scratch_bytes / 2**30:.1f} GiB; "
             f"the limits are {run.scratch_limit_bytes / 2**30:.1f} GiB and "
@@ -116,6 +124,16 @@ def killed_status(run: sandbox.ChildRun) -> tuple[Status, str] | None:
         cap = channel_cap()
         return Status.RUNTIME_ERROR, f"killed for writing more than {cap} to the result pipe"
     return None
+
+
+def short_disk(run: sandbox.ChildRun) -> bool:
+    """Whether the scratch folder's limit was the disk's, not the one every evaluation has:
+    half the free space, with other evaluations' folders on the same disk, was less, and
+    the folder was killed for bytes within the common limit (not for its count of files)."""
+    return (
+        run.scratch_limit_bytes < run.scratch_policy_bytes
+        and run.scratch_limit_bytes < run.peak_scratch_bytes <= run.scratch_policy_bytes
+    )
 
 
 def outside_kill(run: sandbox.ChildRun) -> str:

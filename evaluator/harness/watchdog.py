@@ -47,8 +47,10 @@ class ChildRun:
     # Of the peak: what the tree kept in files in memory (its /tmp and /dev/shm).
     peak_tmpfs_bytes: int = 0
     peak_scratch_bytes: int = 0
-    # What the scratch folder was allowed to hold (scratch_bytes_allowed).
+    # What the scratch folder was allowed to hold (scratch_bytes_allowed), and what the
+    # limits allow every evaluation (Limits.scratch_bytes): less where the disk had less.
     scratch_limit_bytes: int = 0
+    scratch_policy_bytes: int = 0
     log: str = ""
     isolation: str = ""
     # Every process id seen in the evaluation's process tree while it ran.
@@ -119,6 +121,7 @@ def watch(
     scratch_checked, full = 0.0, False
     paused_before = (lease := lease or gpulease.NoLease()).paused_seconds()
     scratch_limit = result.scratch_limit_bytes = scratch_bytes_allowed(workdir, limits)
+    result.scratch_policy_bytes = limits.scratch_bytes
     while proc.poll() is None:
         elapsed = time.monotonic() - started - (lease.paused_seconds() - paused_before)
         tree = [proc.pid, *proctree.descendants(proc.pid)]

@@ -37,6 +37,7 @@ from evaluator.harness import (
     proctree,
     redact,
     sandbox,
+    watchdog,
 )
 from evaluator.harness.job import TimingSettings
 from evaluator.harness.reports import parse_error
@@ -214,6 +215,31 @@ def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, mo
     assert run.wall_seconds < 60
     status, message = decision.killed_status(run) or (None, "")
     assert status is Status.OUT_OF_MEMORY and "scratch folder" in message
+
+
+def test_a_scratch_folder_the_disk_stopped_within_the_common_limit_is_the_workers_fault(
+    tmp_path, monkeypatch
+):
+    """Other evaluations' folders share the disk: where half its free space, not the limit
+    every evaluation has, stopped the child, the verdict must not be the submission's (on
+    the H200, two moe_permute kernels were killed at 1.8 GiB beside two fused_adamw)."""
+    free = 32 * 2**20
+    real = shutil.disk_usage
+    monkeypatch.setattr(watchdog.shutil, "disk_usage", lambda p: real(p)._replace(free=free))
+    run = sandbox.run_child(
+        python_args=["-c", FILL_SCRATCH],
+        workdir=sandbox.scratch_folder(),
+        task_dir=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        limits=sandbox.Limits(timeout_s=120, scratch_bytes=64 * 2**20),
+        gpu=False,
+    )
+    assert run.killed_for == "scratch", run.log
+    assert run.scratch_limit_bytes == free // 2 and run.scratch_policy_bytes == 64 * 2**20
+    status, message = decision.killed_status(run) or (None, "")
+    assert status is Status.WORKER_ERROR, message
+    assert "room for 0.0 GiB" in message and "within the 0.1 GiB" in message
+    assert "fault of the worker" in message
 
 
 # Writes into its scratch folder (its working directory), then never returns.
