@@ -4,7 +4,7 @@ wall time from the upload to the last verdict, read from the portal's own rows.
     python bench/gpu_campaign.py DIR [--deadline-s 520] [--gpus 0] [--hardware "NVIDIA H200"]
                                      [--keep-workers] [--snapshot FOLDER]
                                      [--mode cuda|interpret] [--tasks a,b]
-                                     [--evaluations-per-gpu 4] [--counters needed]
+                                     [--evaluations-per-gpu 6] [--counters needed]
     python bench/gpu_campaign.py DIR --export FOLDER
 
 The first call on an empty DIR builds a portal there as bench/gpu_run_bundle.py does

@@ -368,7 +368,7 @@ def arguments(description: str, counters: str = "all") -> argparse.ArgumentParse
     parser.add_argument(
         "--evaluations-per-gpu",
         type=int,
-        default=4,
+        default=6,
         help="evaluations each worker runs at once on its GPU (D2K_EVALUATIONS_PER_GPU)",
     )
     parser.add_argument(

@@ -229,7 +229,7 @@ D2K_WORKER_LIVE_S = env.int("D2K_WORKER_LIVE_S", default=60)
 # pool named by D2K_DEFAULT_HARDWARE (blank: the embedded worker's default pool).
 # Evaluations a GPU worker (`evaluation_worker --gpu`) runs at once on its GPU: they start,
 # compile, check and judge side by side and take turns for what is timed (gpulease).
-D2K_EVALUATIONS_PER_GPU = env.int("D2K_EVALUATIONS_PER_GPU", default=4)
+D2K_EVALUATIONS_PER_GPU = env.int("D2K_EVALUATIONS_PER_GPU", default=6)
 D2K_HARDWARE_POOLS = env.list("D2K_HARDWARE_POOLS", default=[])
 D2K_DEFAULT_HARDWARE = env("D2K_DEFAULT_HARDWARE", default="")
 D2K_WORK_DIR = Path(env("D2K_WORK_DIR", default="") or Path(tempfile.gettempdir()) / "d2k-worker")

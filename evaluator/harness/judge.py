@@ -12,6 +12,7 @@ holds up (timingchecks.py); what ran in each call is checked beside
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import torch
@@ -54,18 +55,25 @@ def judge(
     for entry in plan.workloads:
         if not seen.outputs.get(entry.name):
             continue
-        # On a shared GPU, never beside another evaluation's timed phase (gpulease).
-        with gpulease.current().parent_work():
-            outcomes.append(
-                _judge_workload(
-                    task, by_name[entry.name], entry, seen, reference, workdir, env_info, own
-                )
+        outcomes.append(
+            _judge_workload(
+                task, by_name[entry.name], entry, seen, reference, workdir, env_info, own
             )
-            # What the workload's reference outputs took goes back to the GPU, for the
-            # evaluations beside this one, not kept in this process's cache until it ends.
+        )
+        # What the workload's reference outputs took goes back to the GPU, for the
+        # evaluations beside this one, not kept in this process's cache until it ends.
+        with gpu_work():
             if torch.cuda.is_initialized():
                 torch.cuda.empty_cache()
     return outcomes
+
+
+def gpu_work() -> contextlib.AbstractContextManager[None]:
+    """The scope of each piece of the judge's GPU work: on a shared GPU never beside another
+    evaluation's timed phase, which waits for it to end (gpulease). Reading the child's
+    output files and the checks of what it reported stay outside: a timed phase elsewhere
+    waits for one reference output or one comparison, never for a workload's disk reads."""
+    return gpulease.current().parent_work()
 
 
 def _judge_workload(
@@ -92,9 +100,10 @@ def _judge_workload(
     measurement: Measurement | None = None
     extra: dict[str, float] = {}
     if status is Status.CORRECT and entry.timed and spec.name in seen.timings:
-        measurement, extra, timing_failure = judge_timing(
-            task, spec, entry, seen, reference, own, env_info
-        )
+        with gpu_work():
+            measurement, extra, timing_failure = judge_timing(
+                task, spec, entry, seen, reference, own, env_info
+            )
         if timing_failure:
             status, failure = Status.INCORRECT, timing_failure
     return WorkloadOutcome(
@@ -136,14 +145,18 @@ def _judge_calls(
                 )
             )
         if call.seed not in expected_by_seed:
-            expected_by_seed[call.seed] = reference.outputs(spec.params, call.seed, call.seed)
+            with gpu_work():
+                expected_by_seed[call.seed] = reference.outputs(spec.params, call.seed, call.seed)
         expected = expected_by_seed[call.seed]
         misplaced = layout_problem(call.layouts, expected, inplace=task.inplace)
         if misplaced:
             failure = failure or misplaced
             continue
-        got = _load_outputs(workdir / "out" / call.file, reference.device)
-        comparison = _compare_all(got, expected, task)
+        read = _load_outputs(workdir / "out" / call.file, torch.device("cpu"))
+        with gpu_work():
+            got = tuple(t.to(reference.device) if isinstance(t, torch.Tensor) else t for t in read)
+            comparison = _compare_all(got, expected, task)
+            del got
         worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
         worst_rel = max(worst_rel, comparison.rel_err or 0.0)
         if not comparison.ok and not failure:
@@ -261,7 +274,9 @@ def wrong_profiled_calls(
         if report.seed not in entry.calls or report.sample_seed not in entry.samples:
             wrong.append(entry.name)
             continue
-        expected = reference.outputs(entry.params, report.seed, entry.model_seed)
-        if not fingerprint_matches(report.fp, expected, report.sample_seed, task):
+        with gpu_work():
+            expected = reference.outputs(entry.params, report.seed, entry.model_seed)
+            matches = fingerprint_matches(report.fp, expected, report.sample_seed, task)
+        if not matches:
             wrong.append(entry.name)
     return wrong

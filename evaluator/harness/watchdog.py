@@ -118,10 +118,9 @@ def watch(
 ) -> None:
     """Sample the child's tree until it ends, and kill it at the first limit it passes.
     `lease`: the seconds frozen for another's timed phase are not counted (gpulease)."""
-    scratch_checked, full = 0.0, False
+    result.scratch_policy_bytes, scratch_checked, full = limits.scratch_bytes, 0.0, False
     paused_before = (lease := lease or gpulease.NoLease()).paused_seconds()
     scratch_limit = result.scratch_limit_bytes = scratch_bytes_allowed(workdir, limits)
-    result.scratch_policy_bytes = limits.scratch_bytes
     while proc.poll() is None:
         elapsed = time.monotonic() - started - (lease.paused_seconds() - paused_before)
         tree = [proc.pid, *proctree.descendants(proc.pid)]

@@ -441,3 +441,34 @@ def test_the_judge_gives_back_its_cached_gpu_memory_after_each_workload_inside_i
         outcomes = judge.judge(task, Mode.CUDA, plan, seen, tmp_path, {})
     assert outcomes == names
     assert events == [("judged", names[0]), ("freed", 1), ("judged", names[1]), ("freed", 1)]
+
+
+def test_the_reference_outputs_a_counters_pass_is_checked_against_wait_for_timed_phases(
+    tmp_path, monkeypatch
+):
+    """After the profiling pass has given the GPU back, the parent's check of its profiled
+    calls computes reference outputs on the GPU: parent work like the judge's."""
+    from evaluator.harness import judge
+    from evaluator.harness.job import Plan, PlannedWorkload
+    from evaluator.harness.reference import ReferenceOutputs
+    from evaluator.harness.reports import ProfiledReport
+
+    task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
+    spec = task.workloads_for(Mode.INTERPRET)[0]
+    entry = PlannedWorkload(
+        name=spec.name, params=spec.params, timed=True, hidden=False, calls=(7,), samples=(8,)
+    )
+    plan = Plan(workloads=(entry,), steps=(("profile", spec.name),), seeds=1)
+    seen: list[int] = []
+    with gpulease.joined(tmp_path / "lease") as lease:
+        real = ReferenceOutputs.outputs
+
+        def outputs(self, *args):
+            seen.append(lease._parent_busy)
+            return real(self, *args)
+
+        monkeypatch.setattr(ReferenceOutputs, "outputs", outputs)
+        profiled = {spec.name: ProfiledReport(workload=spec.name, seed=7, sample_seed=8, fp=None)}
+        wrong = judge.wrong_profiled_calls(task, plan, profiled, Mode.INTERPRET)
+    assert seen == [1]
+    assert wrong == [spec.name]  # no fingerprint: not the reference's answer

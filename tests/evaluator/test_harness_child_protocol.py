@@ -262,3 +262,40 @@ def test_the_child_asks_for_the_gpu_before_any_of_the_submission_runs(tmp_path, 
     assert seen.done and seen.error is None, log[-3000:]
     assert [what for what, _ in asked].count("gpu") == 1
     assert asked[0][0] == "gpu" and asked[0][1] < float(marker.read_text())
+
+
+def test_the_judge_reads_output_files_outside_its_gpu_work_and_computes_within_it(
+    tmp_path, monkeypatch
+):
+    """A timed phase of another evaluation waits for the judge's GPU work to end (gpulease):
+    one reference output, one comparison, the timing checks, never the disk reads of a
+    workload's output files, which go to the host's memory first."""
+    from evaluator.harness import gpulease
+
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    task, plan, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", expert)
+    assert seen.done, log[-2000:]
+    events: list[tuple] = []
+    with gpulease.joined(tmp_path / "lease") as lease:
+
+        def recorded(name, real):
+            def call(*args, **kwargs):
+                events.append((name, lease._parent_busy, *[str(a) for a in args[1:2]]))
+                return real(*args, **kwargs)
+
+            return call
+
+        monkeypatch.setattr(judge, "read_raw", recorded("read", judge.read_raw))
+        monkeypatch.setattr(judge, "_compare_all", recorded("compare", judge._compare_all))
+        monkeypatch.setattr(judge, "judge_timing", recorded("timing", judge.judge_timing))
+        outputs = recorded("reference", ReferenceOutputs.outputs)
+        monkeypatch.setattr(ReferenceOutputs, "outputs", outputs)
+        results = judge.judge(task, Mode.INTERPRET, plan, seen, tmp_path, {}, source="")
+    assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], results
+    kinds = {e[0] for e in events}
+    assert kinds == {"read", "compare", "timing", "reference"}, events
+    for event in events:
+        if event[0] == "read":
+            assert event[1:] == (0, "cpu"), event
+        else:
+            assert event[1] == 1, event
