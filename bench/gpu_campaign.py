@@ -41,6 +41,9 @@ run on the CPU: its times are the Triton interpreter's, not a GPU's.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 import time
 import urllib.request
@@ -53,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_run_bundle as bundles  # noqa: E402
+import lease_timeline  # noqa: E402
 
 from d2kportal.processes import Portal  # noqa: E402
 
@@ -308,6 +312,8 @@ def summary_print(complete: dict) -> None:
             f"{_figure(geomean.get('value'), '.2f')} (N {geomean.get('n', '-')})"
             + ("" if h["timed"] else f"; {h['untimed_reason'] or 'not timed'}")
         )
+    for gpu, figures in (c.get("timeline") or {}).items():
+        print(f"{gpu}: {lease_timeline.report_text(figures)}")
     uplift = c["headline"]["with"]["uplift"]
     if uplift:
         print(
@@ -315,6 +321,73 @@ def summary_print(complete: dict) -> None:
             f" Performance Score {_figure(uplift['performance_score'], '+.2f')}, geomean "
             f"speedup {_figure(uplift['geomean_speedup'], '+.2f')}"
         )
+
+
+def timeline_running(directory: Path, state: dict, args: Any) -> None:
+    """In cuda mode, each GPU's lease folder keeps its timeline and a sampler records the
+    GPU's utilisation beside the workers (bench/lease_timeline.py); a sampler a lost
+    machine took with it is started again, appending."""
+    if args.mode != "cuda":
+        return
+    from django.utils.text import slugify
+
+    samplers, folders = state.setdefault("samplers", {}), state.setdefault("timelines", {})
+    for gpu in args.gpus.split(","):
+        uuid = subprocess.run(
+            ["nvidia-smi", "-i", gpu, "--query-gpu=uuid", "--format=csv,noheader"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        folder = directory / "work" / "gpu-lease" / (slugify(uuid) or f"gpu-{gpu}")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "timeline.log").touch()
+        folders[gpu] = folder.name
+        pid = samplers.get(gpu)
+        if pid and sampler_alive(pid, directory):
+            continue
+        with open(directory / f"sampler-{gpu}.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, str(ROOT / "bench" / "lease_timeline.py"), "sample",
+                 str(directory / f"gpu-samples-{gpu}.csv")],
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": uuid},
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        samplers[gpu] = proc.pid
+
+
+def sampler_alive(pid: int, directory: Path) -> bool:
+    """A sampler of this campaign (its command line names DIR) still runs as `pid`."""
+    try:
+        cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"lease_timeline.py" in cmdline and str(directory).encode() in cmdline
+
+
+def timeline_stop(state: dict) -> None:
+    for pid in state.get("samplers", {}).values():
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def timeline_summary(directory: Path, state: dict, complete: dict) -> dict[str, Any]:
+    """Each GPU's lease timeline over the campaign's span (lease_timeline.summarise)."""
+    start = datetime.fromisoformat(complete["first_upload_at"]).timestamp()
+    end = datetime.fromisoformat(complete["last_verdict_at"]).timestamp()
+    found = {}
+    for gpu, name in state.get("timelines", {}).items():
+        log = directory / "work" / "gpu-lease" / name / "timeline.log"
+        samples = directory / f"gpu-samples-{gpu}.csv"
+        if log.exists() and samples.exists():
+            found[name] = lease_timeline.summarise(
+                lease_timeline.held_intervals(log.read_text().splitlines()),
+                lease_timeline.read_samples(samples.read_text().splitlines()),
+                start,
+                end,
+            )
+    return found
 
 
 def export(portal: Portal, runs: dict[str, int], folder: Path) -> None:
@@ -372,6 +445,8 @@ def main() -> None:
             portal.close()
             portal.processes.clear()
         workers = bundles.workers_running(portal, state, args, save)
+        timeline_running(directory, state, args)
+        save()
         for pk in state["runs"].values():
             bundles.run_validated(portal, pk, deadline=started + args.deadline_s)
         until = bundles.watch_until(started, args)
@@ -383,12 +458,16 @@ def main() -> None:
             found = json.loads(portal.manage("shell", "-c", ROWS.format(ids=ids)).splitlines()[-1])
             complete = campaign_summary(found, runs_read(portal, ids), state)
             complete["workers"] = bundles.summary(rows, state)
+            timeline_stop(state)
+            complete["timeline"] = timeline_summary(directory, state, complete)
             state["complete"] = complete
             save()
             summary_print(complete)
         else:
             keep = args.keep_workers
     finally:
+        if not keep:
+            timeline_stop(state)
         # The snapshot first: a call cut short while its workers stop still leaves it.
         if args.snapshot:
             bundles.snapshot(directory, args.snapshot)

@@ -279,9 +279,13 @@ def snapshot(directory: Path, folder: Path) -> None:
     with open(copy, "rb") as raw, gzip.open(folder / "db.sqlite3.gz", "wb") as packed:
         shutil.copyfileobj(raw, packed)
     copy.unlink()
-    for name in ("state.json", *(p.name for p in directory.glob("worker-*.log"))):
+    kept = ("worker-*.log", "gpu-samples-*.csv")
+    for name in ("state.json", *(p.name for pattern in kept for p in directory.glob(pattern))):
         if (directory / name).exists():
             shutil.copyfile(directory / name, folder / name)
+    # The GPU lease's timeline, where a measurement keeps one (bench/lease_timeline.py).
+    for log in (directory / "work" / "gpu-lease").glob("*/timeline.log"):
+        shutil.copyfile(log, folder / f"timeline-{log.parent.name}.log")
 
 
 def report(rows: list[dict], seen: set[int]) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 
 from . import gpuidle, proctree
 from .freezer import Freezer
-from .leasereport import Answer, LeaseReport, NoLease
+from .leasereport import Answer, LeaseReport, NoLease, timeline
 
 # How often a sharer looks at the gate, and counts the evaluations sharing its GPU.
 POLL_S = 0.01
@@ -201,9 +201,11 @@ class GpuLease:
             self.report.exclusive_phases += 1
             with self._cond:
                 self._resume()
+            timeline(self.folder, "held", others)
             yield
         finally:
             self.report.exclusive_held_s += time.monotonic() - now
+            timeline(self.folder, "freed")
             fcntl.flock(self._gpu, fcntl.LOCK_SH)
             with self._cond:
                 self._state = "shared"

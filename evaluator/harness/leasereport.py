@@ -4,11 +4,31 @@ that has its GPU to itself (`NoLease`): the parts of gpulease that hold no lock.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Answer = Callable[[dict], dict]
+
+# A lease folder's record of its exclusive phases, one line each time one is held and
+# freed ("wall-clock seconds, pid, held|freed, other evaluations sharing the GPU"), kept
+# only where the file exists: a measurement makes it (bench/lease_timeline.py).
+TIMELINE = "timeline.log"
+
+
+def timeline(folder: Path, event: str, others: int = 0) -> None:
+    """Append `event` to the folder's timeline, if it keeps one."""
+    try:
+        fd = os.open(folder / TIMELINE, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return
+    try:
+        os.write(fd, f"{time.time():.3f} {os.getpid()} {event} {others}\n".encode())
+    finally:
+        os.close(fd)
 
 
 @dataclass
