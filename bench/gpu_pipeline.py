@@ -1,6 +1,6 @@
 """Several evaluations on one GPU at once, under its lease: same speedups, less wall time.
 
-    python bench/gpu_pipeline.py [--jobs 4] [--counters] [--out DIR]
+    python bench/gpu_pipeline.py [--jobs 6] [--counters] [--out DIR]
                                  [--kernels TASK:FILE,...] [--cases 4,4b,16,22,23]
 
 Runs the real evaluator (`python -m evaluator check --gpu-lease DIR`, one process
@@ -85,7 +85,7 @@ def compare(label: str, alone: dict, full: dict) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--jobs", type=int, default=6)  # D2K_EVALUATIONS_PER_GPU's default
     parser.add_argument("--counters", action="store_true")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--cases", default=",".join(TIMING_SENSITIVE))
