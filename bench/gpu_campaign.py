@@ -59,6 +59,7 @@ import gpu_run_bundle as bundles  # noqa: E402
 import lease_timeline  # noqa: E402
 
 from d2kportal.processes import Portal  # noqa: E402
+from evaluator.harness.leasereport import TIMELINE  # noqa: E402
 
 TARGET_WALL_S = 20 * 60
 TARGET_PER_EVALUATION_S = 23.0
@@ -323,45 +324,42 @@ def summary_print(complete: dict) -> None:
         )
 
 
-def timeline_running(directory: Path, state: dict, args: Any) -> None:
+# The lease folder of a worker's GPU, and the GPU's UUID, as the worker finds them.
+LEASE_FOLDER = """
+import json
+from evaluator.services.pools import gpu_detect, gpu_lease_folder
+gpu = gpu_detect({gpu})
+print(json.dumps([str(gpu_lease_folder(gpu)), gpu.uuid]))
+"""
+
+
+def timeline_running(portal: Portal, state: dict, args: Any) -> None:
     """In cuda mode, each GPU's lease folder keeps its timeline and a sampler records the
     GPU's utilisation beside the workers (bench/lease_timeline.py); a sampler a lost
     machine took with it is started again, appending."""
     if args.mode != "cuda":
         return
-    from django.utils.text import slugify
-
+    directory = portal.directory
     samplers, folders = state.setdefault("samplers", {}), state.setdefault("timelines", {})
     for gpu in args.gpus.split(","):
-        uuid = subprocess.run(
-            ["nvidia-smi", "-i", gpu, "--query-gpu=uuid", "--format=csv,noheader"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        folder = directory / "work" / "gpu-lease" / (slugify(uuid) or f"gpu-{gpu}")
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "timeline.log").touch()
-        folders[gpu] = folder.name
+        shown = portal.manage("shell", "-c", LEASE_FOLDER.format(gpu=int(gpu)))
+        folder, uuid = json.loads(shown.splitlines()[-1])
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / TIMELINE).touch()
+        folders[gpu] = folder
         pid = samplers.get(gpu)
-        if pid and sampler_alive(pid, directory):
+        if pid and bundles.worker_alive(pid, directory, b"lease_timeline.py"):
             continue
         with open(directory / f"sampler-{gpu}.log", "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, str(ROOT / "bench" / "lease_timeline.py"), "sample",
                  str(directory / f"gpu-samples-{gpu}.csv")],
-                env={**os.environ, "CUDA_VISIBLE_DEVICES": uuid},
+                # The portal's environment names DIR, as its workers' does.
+                env={**portal.env, "CUDA_VISIBLE_DEVICES": uuid},
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         samplers[gpu] = proc.pid
-
-
-def sampler_alive(pid: int, directory: Path) -> bool:
-    """A sampler of this campaign (its command line names DIR) still runs as `pid`."""
-    try:
-        cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"lease_timeline.py" in cmdline and str(directory).encode() in cmdline
 
 
 def timeline_stop(state: dict) -> None:
@@ -377,11 +375,10 @@ def timeline_summary(directory: Path, state: dict, complete: dict) -> dict[str, 
     start = datetime.fromisoformat(complete["first_upload_at"]).timestamp()
     end = datetime.fromisoformat(complete["last_verdict_at"]).timestamp()
     found = {}
-    for gpu, name in state.get("timelines", {}).items():
-        log = directory / "work" / "gpu-lease" / name / "timeline.log"
-        samples = directory / f"gpu-samples-{gpu}.csv"
+    for gpu, folder in state.get("timelines", {}).items():
+        log, samples = Path(folder) / TIMELINE, directory / f"gpu-samples-{gpu}.csv"
         if log.exists() and samples.exists():
-            found[name] = lease_timeline.summarise(
+            found[Path(folder).name] = lease_timeline.summarise(
                 lease_timeline.held_intervals(log.read_text().splitlines()),
                 lease_timeline.read_samples(samples.read_text().splitlines()),
                 start,
@@ -445,7 +442,7 @@ def main() -> None:
             portal.close()
             portal.processes.clear()
         workers = bundles.workers_running(portal, state, args, save)
-        timeline_running(directory, state, args)
+        timeline_running(portal, state, args)
         save()
         for pk in state["runs"].values():
             bundles.run_validated(portal, pk, deadline=started + args.deadline_s)

@@ -67,6 +67,7 @@ sys.path.insert(0, str(ROOT))
 from d2k_client.packing import bundle_pack  # noqa: E402
 
 from d2kportal.processes import Portal  # noqa: E402
+from evaluator.harness.leasereport import TIMELINE  # noqa: E402
 
 MANIFEST = {
     "schema": 1,
@@ -255,15 +256,16 @@ def run_validated(portal: Portal, run_id: int, *, deadline: float) -> None:
         time.sleep(5)
 
 
-def worker_alive(pid: int, directory: Path) -> bool:
-    """A worker of this portal (its environment names DIR) is still running as `pid`."""
+def worker_alive(pid: int, directory: Path, command: bytes = b"evaluation_worker") -> bool:
+    """A worker of this portal (its environment names DIR; its command line `command`) is
+    still running as `pid`."""
     proc = Path("/proc") / str(pid)
     try:
         cmdline = (proc / "cmdline").read_bytes()
         environ = (proc / "environ").read_bytes()
     except OSError:
         return False
-    return b"evaluation_worker" in cmdline and str(directory).encode() in environ
+    return command in cmdline and str(directory).encode() in environ
 
 
 def snapshot(directory: Path, folder: Path) -> None:
@@ -284,7 +286,7 @@ def snapshot(directory: Path, folder: Path) -> None:
         if (directory / name).exists():
             shutil.copyfile(directory / name, folder / name)
     # The GPU lease's timeline, where a measurement keeps one (bench/lease_timeline.py).
-    for log in (directory / "work" / "gpu-lease").glob("*/timeline.log"):
+    for log in (directory / "work" / "gpu-lease").glob(f"*/{TIMELINE}"):
         shutil.copyfile(log, folder / f"timeline-{log.parent.name}.log")
 
 

@@ -130,10 +130,7 @@ def short_disk(run: sandbox.ChildRun) -> bool:
     """Whether the scratch folder's limit was the disk's, not the one every evaluation has:
     half the free space, with other evaluations' folders on the same disk, was less, and
     the folder was killed for bytes within the common limit (not for its count of files)."""
-    return (
-        run.scratch_limit_bytes < run.scratch_policy_bytes
-        and run.scratch_limit_bytes < run.peak_scratch_bytes <= run.scratch_policy_bytes
-    )
+    return run.scratch_limit_bytes < run.peak_scratch_bytes <= run.scratch_policy_bytes
 
 
 def outside_kill(run: sandbox.ChildRun) -> str:

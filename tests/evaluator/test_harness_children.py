@@ -200,17 +200,22 @@ FILL_SCRATCH = (
 )
 
 
-@pytest.mark.parametrize("level", _levels())
-def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, monkeypatch):
-    monkeypatch.setenv("D2K_SANDBOX", level)
-    run = sandbox.run_child(
+def _fill_scratch(tmp_path: Path, scratch_bytes: int) -> sandbox.ChildRun:
+    """FILL_SCRATCH run under a scratch-folder limit of `scratch_bytes`."""
+    return sandbox.run_child(
         python_args=["-c", FILL_SCRATCH],
         workdir=sandbox.scratch_folder(),
         task_dir=tmp_path,
         env={"PATH": "/usr/bin:/bin"},
-        limits=sandbox.Limits(timeout_s=120, scratch_bytes=16 * 2**20),
+        limits=sandbox.Limits(timeout_s=120, scratch_bytes=scratch_bytes),
         gpu=False,
     )
+
+
+@pytest.mark.parametrize("level", _levels())
+def test_a_child_filling_its_scratch_folder_is_killed_for_it(level, tmp_path, monkeypatch):
+    monkeypatch.setenv("D2K_SANDBOX", level)
+    run = _fill_scratch(tmp_path, 16 * 2**20)
     assert run.killed_for == "scratch", run.log
     assert run.wall_seconds < 60
     status, message = decision.killed_status(run) or (None, "")
@@ -226,14 +231,7 @@ def test_a_scratch_folder_the_disk_stopped_within_the_common_limit_is_the_worker
     free = 32 * 2**20
     real = shutil.disk_usage
     monkeypatch.setattr(watchdog.shutil, "disk_usage", lambda p: real(p)._replace(free=free))
-    run = sandbox.run_child(
-        python_args=["-c", FILL_SCRATCH],
-        workdir=sandbox.scratch_folder(),
-        task_dir=tmp_path,
-        env={"PATH": "/usr/bin:/bin"},
-        limits=sandbox.Limits(timeout_s=120, scratch_bytes=64 * 2**20),
-        gpu=False,
-    )
+    run = _fill_scratch(tmp_path, 64 * 2**20)
     assert run.killed_for == "scratch", run.log
     assert run.scratch_limit_bytes == free // 2 and run.scratch_policy_bytes == 64 * 2**20
     status, message = decision.killed_status(run) or (None, "")
