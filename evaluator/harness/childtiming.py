@@ -11,6 +11,7 @@ the channel, the job, the models and the harness's call path (`_invoke`).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ from evaluator.harness import fingerprints, honesty, outputs, timing
 from evaluator.harness.job import TimingSettings
 
 _perf_counter = time.perf_counter
+# The back-to-back batch: calls enough for `batch_ms`, at least two (a slow
+# call's batch is two calls, not five of a second each), at most 200.
+BATCH_MIN_CALLS = 2
+BATCH_MAX_CALLS = 200
 
 
 @dataclass
@@ -146,10 +151,7 @@ class Timing:
                 run.audit_prints.append(self._audit_call(sub, workload, flusher, covers["sub"]))
             if call >= cfg.max_calls:
                 break
-            # The budget ends timing only at the end of a phase, so every
-            # phase weighs the same.
-            boundary = call % cfg.calls_per_phase == 0 if cfg.phases > 1 else call % 5 == 0
-            if boundary and _perf_counter() - started > cfg.budget_s:
+            if _perf_counter() - started > cfg.budget_s and _may_stop(call, cfg):
                 break
         return sub, covers
 
@@ -336,7 +338,7 @@ class Timing:
         (an in-place task wrote into these).
         """
         median = max(sorted(sub_ms)[len(sub_ms) // 2], 1e-3)
-        calls = int(min(max(cfg.batch_ms / median, 5), 200))
+        calls = min(max(math.ceil(cfg.batch_ms / median), BATCH_MIN_CALLS), BATCH_MAX_CALLS)
         first = self.inputs(params, self.chan.seed(name, "warm"))
         # Every call has inputs of its own, and they all live at once: cap the
         # count by memory (inputs, and about as much again for outputs and for
@@ -354,6 +356,18 @@ class Timing:
         warm_taken = [outputs.take(r) for r in outs]
         del outs, warm, warm_taken
         return calls
+
+
+def _may_stop(call: int, cfg: TimingSettings) -> bool:
+    """Whether the budget, once spent, may end timing after `call` calls a side.
+
+    At the end of a phase, so every phase weighs the same; and within the first
+    phase once `slow_calls` calls are made: calls so slow that one phase outruns
+    the budget (a naive kernel of a second a call) make one short phase, and the
+    figure of one phase weighs what it weighs.
+    """
+    boundary = call % cfg.calls_per_phase == 0 if cfg.phases > 1 else call % 5 == 0
+    return boundary or (call <= cfg.calls_per_phase and call >= max(cfg.slow_calls, 1))
 
 
 def bytes_of(values) -> int:

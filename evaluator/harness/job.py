@@ -37,6 +37,9 @@ class TimingSettings:
     # the end of each phase, whatever the count).
     max_calls: int = 400
     budget_s: float = 1.5
+    # A first phase that outruns the budget on its own ends after this many
+    # calls a side (one phase then, so every phase still weighs the same).
+    slow_calls: int = 5
     batch_ms: float = 60.0
     batch_memory_bytes: int = 8 * 1024**3
     # Timing phases a workload's calls are split into (up to max_calls /

@@ -261,6 +261,70 @@ def test_the_time_budget_ends_timing_at_the_end_of_a_phase_whatever_the_count(mo
     assert len(_time_stub_calls(monkeypatch, cfg)["sub_ms"]) == 3
 
 
+def _clocked_calls(monkeypatch, cfg: dict, seconds_per_call: float) -> dict:
+    """time_workload over stub calls of the submission's that each take `seconds_per_call`
+    of the child's clock (the reference's take none)."""
+    from evaluator.harness import childtiming
+
+    clock = [0.0]
+
+    def result(model, inputs):
+        clock[0] += seconds_per_call
+        return torch.zeros(1)
+
+    monkeypatch.setattr(childtiming, "_perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing, "timed_call", _stub_timed_call(result))
+    sent: list = []
+    child = _fake_child(
+        monkeypatch, cfg, sent, lambda w, c, first: ("sub", "ref", {"sub": 1, "ref": 1})
+    )
+    assert child.time_workload(WORKLOAD, _fake_flusher())
+    [(_, fields)] = sent
+    return fields
+
+
+@pytest.mark.parametrize(
+    ("seconds_per_call", "overrides", "calls"),
+    [
+        # A second a call: the first phase of 10 outruns the 1.5 s budget; it
+        # ends after slow_calls (5) calls a side, not 10.
+        (1.0, {}, 5),
+        (1.0, {"slow_calls": 8}, 8),
+        # 0.2 s a call: the budget is spent after the eighth, within the first phase.
+        (0.2, {}, 8),
+        # Faster calls: the first phase is whole; the budget ends timing at the
+        # end of the phase in which it ran out (0.04 s a call: after the 38th).
+        (0.04, {}, 40),
+        # Spent in the second phase: it ends at that phase's end, never within it.
+        (0.07, {"budget_s": 0.8}, 20),
+    ],
+)
+def test_a_first_phase_that_outruns_the_budget_ends_after_slow_calls(
+    monkeypatch, seconds_per_call, overrides, calls
+):
+    fields = _clocked_calls(monkeypatch, overrides, seconds_per_call)
+    assert len(fields["sub_ms"]) == len(fields["ref_ms"]) == calls
+
+
+def test_a_slow_call_s_back_to_back_batch_is_two_calls(monkeypatch):
+    # The batch is as many calls as take batch_ms (60) at the median, two at
+    # least and 200 at most, with an untimed pass of as many before it.
+    child = _fake_child(monkeypatch, {}, [], None)
+    made = []
+
+    def sub():
+        made.append(1)
+        return torch.zeros(1)
+
+    cfg = TimingSettings()
+    counts = {
+        median: child._batch_warm("w", sub, {}, [median, median, median], cfg)
+        for median in (1000.0, 40.0, 20.0, 13.0, 0.5, 0.01)
+    }
+    assert counts == {1000.0: 2, 40.0: 2, 20.0: 3, 13.0: 5, 0.5: 120, 0.01: 200}
+    assert len(made) == sum(counts.values())  # the untimed pass made each one
+
+
 def test_an_audit_call_s_inputs_are_written_on_the_stream_after_the_cover(monkeypatch):
     # The audit comes after the planned timed call. Until its cover is
     # queued, its input tensor holds the decoy seed's values; the real ones
