@@ -96,7 +96,8 @@ print(json.dumps([
      "phases": (e.environment or {}).get("phase_seconds") or {},
      "stages": (e.environment or {}).get("child_stages") or {},
      "lease": {k: v for k, v in ((e.environment or {}).get("gpu_lease") or {}).items()
-               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s", "gpu_grant_wait_s")},
+               if k in ("exclusive_held_s", "exclusive_wait_s", "frozen_s", "gpu_grant_wait_s")
+               or (k == "memory_wait_s" and v)},
      "clean_age": ((e.environment or {}).get("clean_reference") or {}).get("age_s"),
      "clean_reused": ((e.environment or {}).get("clean_reference") or {}).get("reused")}
     for e in rows

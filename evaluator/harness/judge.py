@@ -13,6 +13,7 @@ holds up (timingchecks.py); what ran in each call is checked beside
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -21,6 +22,7 @@ from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import gpulease
 from .compare import Comparison, compare_tensor, dtype_name, fingerprint_matches
+from .gpumemory import MemoryWaits
 from .job import Plan, PlannedWorkload
 from .kernelchecks import judge_glue, judge_kernels, judge_ops, own_kernel_names
 from .outputs import read_raw
@@ -51,13 +53,14 @@ def judge(
     reference = ReferenceOutputs(task, mode)
     by_name = {w.name: w for w in task.workloads}
     own = own_kernel_names(source)
+    waits = MemoryWaits()
     outcomes = []
     for entry in plan.workloads:
         if not seen.outputs.get(entry.name):
             continue
         outcomes.append(
             _judge_workload(
-                task, by_name[entry.name], entry, seen, reference, workdir, env_info, own
+                task, by_name[entry.name], entry, seen, reference, workdir, env_info, own, waits
             )
         )
         # What the workload's reference outputs took goes back to the GPU, for the
@@ -85,9 +88,12 @@ def _judge_workload(
     workdir: Path,
     env_info: dict,
     own: set[str],
+    waits: MemoryWaits,
 ) -> WorkloadOutcome:
     calls = seen.outputs[spec.name]
-    failure, worst_abs, worst_rel = _judge_calls(task, spec, calls, seen, reference, workdir, own)
+    failure, worst_abs, worst_rel = _judge_calls(
+        task, spec, calls, seen, reference, workdir, own, waits
+    )
     if failure:
         status = Status.INCORRECT
     elif len(calls) < task.seeds + 1:
@@ -100,10 +106,14 @@ def _judge_workload(
     measurement: Measurement | None = None
     extra: dict[str, float] = {}
     if status is Status.CORRECT and entry.timed and spec.name in seen.timings:
-        with gpu_work():
-            measurement, extra, timing_failure = judge_timing(
-                task, spec, entry, seen, reference, own, env_info
-            )
+        flags, host_clock = len(seen.flags), len(seen.host_clock)
+
+        def undo() -> None:  # what a try that ran out of memory had flagged
+            del seen.flags[flags:], seen.host_clock[host_clock:]
+
+        measurement, extra, timing_failure = waits.run(
+            lambda: judge_timing(task, spec, entry, seen, reference, own, env_info), undo=undo
+        )
         if timing_failure:
             status, failure = Status.INCORRECT, timing_failure
     return WorkloadOutcome(
@@ -129,6 +139,7 @@ def _judge_calls(
     reference: ReferenceOutputs,
     workdir: Path,
     own: set[str],
+    waits: MemoryWaits,
 ) -> tuple[str, float, float]:
     """The first correctness call's failure ("" if none), and the worst errors seen."""
     worst_abs = worst_rel = 0.0
@@ -145,24 +156,29 @@ def _judge_calls(
                 )
             )
         if call.seed not in expected_by_seed:
-            with gpu_work():
-                expected_by_seed[call.seed] = reference.outputs(spec.params, call.seed, call.seed)
+            expected_by_seed[call.seed] = waits.run(
+                partial(reference.outputs, spec.params, call.seed, call.seed)
+            )
         expected = expected_by_seed[call.seed]
         misplaced = layout_problem(call.layouts, expected, inplace=task.inplace)
         if misplaced:
             failure = failure or misplaced
             continue
         read = _load_outputs(workdir / "out" / call.file, torch.device("cpu"))
-        with gpu_work():
-            got = tuple(t.to(reference.device) if isinstance(t, torch.Tensor) else t for t in read)
-            comparison = _compare_all(got, expected, task)
-            del got
+        comparison = waits.run(partial(_compare_on, reference.device, read, expected, task))
+        del read
         worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
         worst_rel = max(worst_rel, comparison.rel_err or 0.0)
         if not comparison.ok and not failure:
             again = " (second call on the same inputs)" if call.tag.endswith("r") else ""
             failure = comparison.message + again
     return failure, worst_abs, worst_rel
+
+
+def _compare_on(device: torch.device, read: tuple, expected: tuple, task: TaskSpec) -> Comparison:
+    """The outputs read from a call's file, moved to `device` and compared there."""
+    got = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in read)
+    return _compare_all(got, expected, task)
 
 
 def _load_outputs(path: Path, device: torch.device) -> tuple:
@@ -265,6 +281,7 @@ def wrong_profiled_calls(
     GPU, or on the CPU in interpret `mode`).
     """
     reference = ReferenceOutputs(task, mode)
+    waits = MemoryWaits()
     wrong = []
     for entry in plan.workloads:
         report = profiled.get(entry.name)
@@ -274,9 +291,11 @@ def wrong_profiled_calls(
         if report.seed not in entry.calls or report.sample_seed not in entry.samples:
             wrong.append(entry.name)
             continue
-        with gpu_work():
-            expected = reference.outputs(entry.params, report.seed, entry.model_seed)
-            matches = fingerprint_matches(report.fp, expected, report.sample_seed, task)
-        if not matches:
+        expected = waits.run(
+            partial(reference.outputs, entry.params, report.seed, entry.model_seed)
+        )
+        if not waits.run(
+            partial(fingerprint_matches, report.fp, expected, report.sample_seed, task)
+        ):
             wrong.append(entry.name)
     return wrong

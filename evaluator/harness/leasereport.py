@@ -59,6 +59,10 @@ class LeaseReport:
     drain_failed: str = ""
     # A process that could not be frozen (it would have shared another's timed phase).
     freeze_failed: str = ""
+    # The judge's GPU work that ran out of memory beside other evaluations, waited for
+    # it and ran again (gpumemory): how often, and how long it waited.
+    memory_waits: int = 0
+    memory_wait_s: float = 0.0
 
 
 class NoLease:
@@ -75,6 +79,9 @@ class NoLease:
 
     def paused_seconds(self) -> float:
         return 0.0
+
+    def others(self) -> int:
+        return 0
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -299,3 +299,38 @@ def test_the_judge_reads_output_files_outside_its_gpu_work_and_computes_within_i
             assert event[1:] == (0, "cpu"), event
         else:
             assert event[1] == 1, event
+
+
+def test_the_judge_waits_for_memory_other_evaluations_hold_and_flags_nothing_twice(
+    tmp_path, monkeypatch
+):
+    """A piece of the judge's GPU work that runs out of memory beside other evaluations
+    runs again once memory is back (gpumemory), instead of failing the evaluation and
+    throwing its timed work away; what the failed try had flagged is put back."""
+    import torch
+
+    from evaluator.harness import gpulease, gpumemory
+
+    expert = DEFAULT_CATALOG_DIR / "row_softmax" / "expert.py"
+    task, plan, seen, log, _ = run_child_with_fake_cuda(tmp_path, "row_softmax", expert)
+    assert seen.done, log[-2000:]
+    real, tries = judge.judge_timing, []
+
+    def short_of_memory_once(task_, spec, entry, seen_, *rest):
+        tries.append(spec.name)
+        if len(tries) == 1:
+            seen_.flags.append({"check": "escaped_work", "detail": "half a judgement"})
+            seen_.host_clock.append({"workload": spec.name})
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(task_, spec, entry, seen_, *rest)
+
+    monkeypatch.setattr(judge, "judge_timing", short_of_memory_once)
+    monkeypatch.setattr(gpumemory, "_sleep", lambda s: None)
+    monkeypatch.setattr(gpumemory, "_free_bytes", lambda: 4 * 2**30)
+    with gpulease.joined(tmp_path / "lease") as lease:
+        monkeypatch.setattr(lease, "others", lambda: 1)  # another evaluation on the GPU
+        results = judge.judge(task, Mode.INTERPRET, plan, seen, tmp_path, {}, source="")
+    assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], results
+    assert tries[0] == tries[1] == results[0].name and len(tries) == 3
+    assert seen.flags == [] and seen.host_clock == []
+    assert lease.report.memory_waits == 1

@@ -1,0 +1,100 @@
+"""The judge's GPU work on a GPU whose memory other evaluations hold: wait, then try again.
+
+The parent of an evaluation computes the reference's outputs and compares on the GPU
+(judge.py), beside the other evaluations that share the GPU (gpulease). When a piece
+of that work runs out of GPU memory while others share the GPU, the memory is theirs
+for now: failing would throw away everything the evaluation measured (a worker
+error takes it again from the start, its timed phases included). So the piece gives
+its cached memory back and waits, outside the parent's GPU work (no timed phase
+elsewhere waits for it), until the GPU has as much free as the failed allocation
+asked for, or `RETRY_EVERY_S` has passed, and runs again. After `WAIT_LIMIT_S` of
+waiting in all, or with no other evaluation on the GPU, the error stands. Each wait
+is counted in the verdict's `gpu_lease` (`memory_waits`, `memory_wait_s`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import torch
+
+from . import gpulease
+
+T = TypeVar("T")
+
+WAIT_LIMIT_S = 240.0
+RETRY_EVERY_S = 20.0
+POLL_S = 1.0
+# What torch's message says the failed allocation asked for.
+_ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_FALLBACK_BYTES = 2**30
+
+_clock = time.monotonic
+_sleep = time.sleep
+
+
+def _free_bytes() -> int:
+    return int(torch.cuda.mem_get_info()[0])
+
+
+def _release() -> None:
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def asked_bytes(error: BaseException) -> int:
+    """The bytes the failed allocation asked for, from torch's message (1 GiB if unsaid)."""
+    found = _ASKED.search(str(error))
+    if found is None:
+        return _FALLBACK_BYTES
+    return int(float(found.group(1)) * _UNITS[found.group(2)])
+
+
+class MemoryWaits:
+    """One evaluation's judging: its GPU work, each piece tried again after waiting for memory."""
+
+    def __init__(self, limit_s: float = WAIT_LIMIT_S):
+        self.limit_s = limit_s
+        self.waited_s = 0.0
+
+    def run(self, work: Callable[[], T], *, undo: Callable[[], None] | None = None) -> T:
+        """`work()` as a piece of the parent's GPU work (gpulease.parent_work).
+
+        On running out of GPU memory beside other evaluations it waits and runs it
+        again; `undo` first puts back what a failed attempt changed.
+        """
+        while True:
+            try:
+                with gpulease.current().parent_work():
+                    return work()
+            except torch.OutOfMemoryError as error:
+                if undo is not None:
+                    undo()
+                if not self._waited_for(asked_bytes(error)):
+                    raise
+
+    def _waited_for(self, asked: int) -> bool:
+        """Wait until `asked` bytes are free; False where waiting cannot help or took too long."""
+        lease = gpulease.current()
+        _release()
+        if lease.others() == 0 or self.waited_s >= self.limit_s:
+            return False
+        started = _clock()
+        while True:
+            _sleep(POLL_S)
+            spent = _clock() - started
+            if self.waited_s + spent >= self.limit_s:
+                self._count(lease, spent)
+                return False
+            if spent >= RETRY_EVERY_S or _free_bytes() >= asked:
+                self._count(lease, spent)
+                return True
+
+    def _count(self, lease: gpulease.NoLease | gpulease.GpuLease, spent: float) -> None:
+        self.waited_s += spent
+        lease.report.memory_waits += 1
+        lease.report.memory_wait_s += spent

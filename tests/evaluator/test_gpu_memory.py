@@ -1,0 +1,145 @@
+"""The judge's GPU work beside other evaluations' memory: it waits and runs again (gpumemory)."""
+
+import contextlib
+
+import pytest
+import torch
+
+from evaluator.harness import gpulease, gpumemory
+from evaluator.harness.leasereport import LeaseReport
+
+TORCH_MESSAGE = (
+    "CUDA out of memory. Tried to allocate 7.00 GiB. GPU 0 has a total capacity of 139.80 GiB "
+    "of which 4.52 GiB is free. Process 1738 has 46.08 GiB memory in use."
+)
+
+
+class FakeLease:
+    """A lease with `sharing` other evaluations; records whether parent work is under way."""
+
+    def __init__(self, sharing: int):
+        self.sharing = sharing
+        self.report = LeaseReport()
+        self.busy = 0
+
+    def others(self) -> int:
+        return self.sharing
+
+    @contextlib.contextmanager
+    def parent_work(self):
+        self.busy += 1
+        try:
+            yield
+        finally:
+            self.busy -= 1
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The module's clock and sleep on a fake time line; the GPU's free bytes as set."""
+    state = {"now": 0.0, "free": 0, "slept_busy": []}
+
+    def sleep(seconds):
+        state["slept_busy"].append(gpulease.current().busy)
+        state["now"] += seconds
+
+    monkeypatch.setattr(gpumemory, "_clock", lambda: state["now"])
+    monkeypatch.setattr(gpumemory, "_sleep", sleep)
+    monkeypatch.setattr(gpumemory, "_free_bytes", lambda: state["free"])
+    monkeypatch.setattr(gpumemory, "_release", lambda: None)
+    return state
+
+
+def share(monkeypatch, sharing: int) -> FakeLease:
+    lease = FakeLease(sharing)
+    monkeypatch.setattr(gpulease, "current", lambda: lease)
+    return lease
+
+
+def failing(times: int, then: object = "done"):
+    """Work that runs out of GPU memory `times` times, then returns `then`."""
+    calls = []
+
+    def work():
+        calls.append(gpulease.current().busy)
+        if len(calls) <= times:
+            raise torch.OutOfMemoryError(TORCH_MESSAGE)
+        return then
+
+    return work, calls
+
+
+def test_torch_s_message_says_what_the_failed_allocation_asked_for():
+    assert gpumemory.asked_bytes(torch.OutOfMemoryError(TORCH_MESSAGE)) == 7 * 2**30
+    assert gpumemory.asked_bytes(RuntimeError("Tried to allocate 512.00 MiB")) == 512 * 2**20
+    assert gpumemory.asked_bytes(RuntimeError("out of memory")) == 2**30
+
+
+def test_out_of_memory_beside_another_evaluation_waits_for_the_memory_and_runs_again(
+    monkeypatch, clock
+):
+    lease = share(monkeypatch, sharing=2)
+    work, calls = failing(1)
+    # The neighbours give back 8 GiB after 3 s: the 7 GiB asked for fit, it runs again.
+    monkeypatch.setattr(gpumemory, "_free_bytes", lambda: 8 * 2**30 if clock["now"] >= 3 else 2**30)
+    assert gpumemory.MemoryWaits().run(work) == "done"
+    assert calls == [1, 1]  # each try is the parent's GPU work
+    assert clock["slept_busy"] == [0, 0, 0]  # it waits outside it: timed phases go on
+    assert lease.report.memory_waits == 1 and lease.report.memory_wait_s == 3.0
+
+
+def test_a_try_is_made_again_every_twenty_seconds_even_without_the_memory(monkeypatch, clock):
+    lease = share(monkeypatch, sharing=1)
+    work, calls = failing(2)
+    assert gpumemory.MemoryWaits().run(work) == "done"
+    assert len(calls) == 3
+    assert lease.report.memory_waits == 2 and lease.report.memory_wait_s == 40.0
+
+
+def test_alone_on_the_gpu_out_of_memory_stands_at_once(monkeypatch, clock):
+    lease = share(monkeypatch, sharing=0)
+    work, calls = failing(1)
+    with pytest.raises(torch.OutOfMemoryError):
+        gpumemory.MemoryWaits().run(work)
+    assert len(calls) == 1 and clock["now"] == 0.0
+    assert lease.report.memory_waits == 0
+
+
+def test_the_wait_has_a_limit_for_the_whole_evaluation(monkeypatch, clock):
+    share(monkeypatch, sharing=3)
+    waits = gpumemory.MemoryWaits(limit_s=50.0)
+    work, calls = failing(10)
+    with pytest.raises(torch.OutOfMemoryError):
+        waits.run(work)
+    assert len(calls) == 3 and clock["now"] == 50.0  # tries at 0, 20 and 40 s
+    # What is left of the limit is the evaluation's, not each piece's.
+    again, more = failing(1)
+    with pytest.raises(torch.OutOfMemoryError):
+        waits.run(again)
+    assert len(more) == 1 and clock["now"] == 50.0
+
+
+def test_undo_puts_back_what_a_failed_try_changed(monkeypatch, clock):
+    share(monkeypatch, sharing=1)
+    flags: list[str] = []
+    tries = []
+
+    def work():
+        tries.append(1)
+        flags.append("flagged during the try")
+        if len(tries) == 1:
+            raise torch.OutOfMemoryError(TORCH_MESSAGE)
+        return len(flags)
+
+    assert gpumemory.MemoryWaits().run(work, undo=flags.clear) == 1
+
+
+def test_other_errors_are_not_waited_for(monkeypatch, clock):
+    share(monkeypatch, sharing=1)
+
+    def work():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(RuntimeError):
+        gpumemory.MemoryWaits().run(work)
+    assert clock["now"] == 0.0
