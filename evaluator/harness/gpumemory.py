@@ -5,9 +5,9 @@ The parent of an evaluation computes the reference's outputs and compares on the
 of that work runs out of GPU memory while others share the GPU, the memory is theirs
 for now: failing would throw away everything the evaluation measured (a worker
 error takes it again from the start, its timed phases included). So the piece gives
-its cached memory back and waits, outside the parent's GPU work (no timed phase
-elsewhere waits for it), until the GPU has as much free as the failed allocation
-asked for, or `RETRY_EVERY_S` has passed, and runs again. After `WAIT_LIMIT_S` of
+its cached memory back (as GPU work of its own) and waits, outside the parent's GPU
+work (no timed phase elsewhere waits for it), until the GPU has as much free as the
+failed allocation asked for, or `RETRY_EVERY_S` has passed, and runs again. After `WAIT_LIMIT_S` of
 waiting in all, or with no other evaluation on the GPU, the error stands. Each wait
 is counted in the verdict's `gpu_lease` (`memory_waits`, `memory_wait_s`).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+import traceback
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -72,6 +73,8 @@ class MemoryWaits:
                 with gpulease.current().parent_work():
                     return work()
             except torch.OutOfMemoryError as error:
+                # What the failed try allocated lives on in its frames until they are cleared.
+                traceback.clear_frames(error.__traceback__)
                 if undo is not None:
                     undo()
                 if not self._waited_for(asked_bytes(error)):
@@ -80,7 +83,8 @@ class MemoryWaits:
     def _waited_for(self, asked: int) -> bool:
         """Wait until `asked` bytes are free; False where waiting cannot help or took too long."""
         lease = gpulease.current()
-        _release()
+        with lease.parent_work():  # freeing blocks is the parent's GPU work too
+            _release()
         if lease.others() == 0 or self.waited_s >= self.limit_s:
             return False
         started = _clock()

@@ -1,6 +1,8 @@
 """The judge's GPU work beside other evaluations' memory: it waits and runs again (gpumemory)."""
 
 import contextlib
+import gc
+import weakref
 
 import pytest
 import torch
@@ -37,7 +39,7 @@ class FakeLease:
 @pytest.fixture
 def clock(monkeypatch):
     """The module's clock and sleep on a fake time line; the GPU's free bytes as set."""
-    state = {"now": 0.0, "free": 0, "slept_busy": []}
+    state = {"now": 0.0, "free": 0, "slept_busy": [], "released_busy": []}
 
     def sleep(seconds):
         state["slept_busy"].append(gpulease.current().busy)
@@ -46,7 +48,9 @@ def clock(monkeypatch):
     monkeypatch.setattr(gpumemory, "_clock", lambda: state["now"])
     monkeypatch.setattr(gpumemory, "_sleep", sleep)
     monkeypatch.setattr(gpumemory, "_free_bytes", lambda: state["free"])
-    monkeypatch.setattr(gpumemory, "_release", lambda: None)
+    monkeypatch.setattr(
+        gpumemory, "_release", lambda: state["released_busy"].append(gpulease.current().busy)
+    )
     return state
 
 
@@ -85,6 +89,7 @@ def test_out_of_memory_beside_another_evaluation_waits_for_the_memory_and_runs_a
     assert gpumemory.MemoryWaits().run(work) == "done"
     assert calls == [1, 1]  # each try is the parent's GPU work
     assert clock["slept_busy"] == [0, 0, 0]  # it waits outside it: timed phases go on
+    assert clock["released_busy"] == [1]  # its cache is given back as GPU work of its own
     assert lease.report.memory_waits == 1 and lease.report.memory_wait_s == 3.0
 
 
@@ -143,3 +148,31 @@ def test_other_errors_are_not_waited_for(monkeypatch, clock):
     with pytest.raises(RuntimeError):
         gpumemory.MemoryWaits().run(work)
     assert clock["now"] == 0.0
+
+
+def test_what_the_failed_try_allocated_is_freed_before_the_wait(monkeypatch, clock):
+    # The error's traceback holds the failed try's frames, and their tensors with them.
+    share(monkeypatch, sharing=1)
+
+    class Block:  # a tensor the failed try had allocated
+        pass
+
+    alive = []
+
+    def allocate_then_fail():
+        block = Block()
+        alive.append(weakref.ref(block))
+        raise torch.OutOfMemoryError(TORCH_MESSAGE)
+
+    def work():
+        if not alive:
+            allocate_then_fail()
+        return "done"
+
+    def release():
+        gc.collect()
+        clock["released"] = [ref() is None for ref in alive]
+
+    monkeypatch.setattr(gpumemory, "_release", release)
+    assert gpumemory.MemoryWaits().run(work) == "done"
+    assert clock["released"] == [True]
