@@ -332,5 +332,8 @@ def test_the_judge_waits_for_memory_other_evaluations_hold_and_flags_nothing_twi
         results = judge.judge(task, Mode.INTERPRET, plan, seen, tmp_path, {}, source="")
     assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], results
     assert tries[0] == tries[1] == results[0].name and len(tries) == 3
-    assert seen.flags == [] and seen.host_clock == []
+    # What the failed try flagged is gone; what the judgement itself found stays (the
+    # fake child's times are the busy CPU's, and may well be flagged).
+    assert {"check": "escaped_work", "detail": "half a judgement"} not in seen.flags
+    assert {"workload": results[0].name} not in seen.host_clock
     assert lease.report.memory_waits == 1
