@@ -7,9 +7,10 @@ for now: failing would throw away everything the evaluation measured (a worker
 error takes it again from the start, its timed phases included). So the piece gives
 its cached memory back (as GPU work of its own) and waits, outside the parent's GPU
 work (no timed phase elsewhere waits for it), until the GPU has as much free as the
-failed allocation asked for, or `RETRY_EVERY_S` has passed, and runs again. After `WAIT_LIMIT_S` of
-waiting in all, or with no other evaluation on the GPU, the error stands. Each wait
-is counted in the verdict's `gpu_lease` (`memory_waits`, `memory_wait_s`).
+failed allocation asked for, or `RETRY_EVERY_S` has passed, and runs again. After
+`WAIT_LIMIT_S` of waiting in all, or with no other evaluation on the GPU, the error
+stands. Each wait is counted in the verdict's `gpu_lease` (`memory_waits`,
+`memory_wait_s`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def _free_bytes() -> int:
     return int(torch.cuda.mem_get_info()[0])
 
 
-def _release() -> None:
+def release_cache() -> None:
+    """This process's cached GPU blocks back to the GPU, for the evaluations beside it
+    (the caller holds it as the parent's GPU work: gpulease.parent_work)."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
 
@@ -84,7 +87,7 @@ class MemoryWaits:
         """Wait until `asked` bytes are free; False where waiting cannot help or took too long."""
         lease = gpulease.current()
         with lease.parent_work():  # freeing blocks is the parent's GPU work too
-            _release()
+            release_cache()
         if lease.others() == 0 or self.waited_s >= self.limit_s:
             return False
         started = _clock()

@@ -22,7 +22,7 @@ from taskformat.spec import Mode, TaskSpec, WorkloadSpec
 
 from . import gpulease
 from .compare import Comparison, compare_tensor, dtype_name, fingerprint_matches
-from .gpumemory import MemoryWaits
+from .gpumemory import MemoryWaits, release_cache
 from .job import Plan, PlannedWorkload
 from .kernelchecks import judge_glue, judge_kernels, judge_ops, own_kernel_names
 from .outputs import read_raw
@@ -66,8 +66,7 @@ def judge(
         # What the workload's reference outputs took goes back to the GPU, for the
         # evaluations beside this one, not kept in this process's cache until it ends.
         with gpu_work():
-            if torch.cuda.is_initialized():
-                torch.cuda.empty_cache()
+            release_cache()
     return outcomes
 
 

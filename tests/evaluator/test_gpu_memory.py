@@ -49,7 +49,7 @@ def clock(monkeypatch):
     monkeypatch.setattr(gpumemory, "_sleep", sleep)
     monkeypatch.setattr(gpumemory, "_free_bytes", lambda: state["free"])
     monkeypatch.setattr(
-        gpumemory, "_release", lambda: state["released_busy"].append(gpulease.current().busy)
+        gpumemory, "release_cache", lambda: state["released_busy"].append(gpulease.current().busy)
     )
     return state
 
@@ -173,6 +173,6 @@ def test_what_the_failed_try_allocated_is_freed_before_the_wait(monkeypatch, clo
         gc.collect()
         clock["released"] = [ref() is None for ref in alive]
 
-    monkeypatch.setattr(gpumemory, "_release", release)
+    monkeypatch.setattr(gpumemory, "release_cache", release)
     assert gpumemory.MemoryWaits().run(work) == "done"
     assert clock["released"] == [True]
