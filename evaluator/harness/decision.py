@@ -16,13 +16,11 @@ import signal
 from taskformat.spec import TaskSpec
 
 from . import gpulease, protocol, redact, sandbox, watchdog
+from .gpumemory import gpu_out_of_memory
 from .launch import channel_cap
 from .protocol import Observed
 from .reports import ErrorReport
 from .verdict import Status, WorkloadOutcome
-
-# What torch says when the GPU's memory runs out (host memory is the evaluation's own).
-GPU_OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory")
 
 
 def decide(
@@ -55,9 +53,10 @@ def decide(
     if seen.error is not None:
         hidden_dealt = dealer is not None and dealer.hidden_dealt
         status, message = error_status(seen.error, task, hidden_dealt=hidden_dealt)
-        gpu_memory = any(sign in seen.error.message for sign in GPU_OUT_OF_MEMORY)
+        # Host memory is the evaluation's own; the GPU's, beside others, is not (in
+        # whichever layer it ran out, whatever status the child's exception read as).
         sharing = gpulease.current().report.most_sharing
-        if status is Status.OUT_OF_MEMORY and gpu_memory and sharing:
+        if sharing and gpu_out_of_memory(seen.error.message):
             return Status.WORKER_ERROR, (
                 f"out of memory while {sharing} other evaluation{'s' if sharing > 1 else ''} "
                 "shared the GPU and held memory of it: a fault of the worker, not of the "

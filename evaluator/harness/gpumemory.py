@@ -2,7 +2,8 @@
 
 The parent of an evaluation computes the reference's outputs and compares on the GPU
 (judge.py), beside the other evaluations that share the GPU (gpulease). When a piece
-of that work runs out of GPU memory while others share the GPU, the memory is theirs
+of that work runs out of GPU memory while others share the GPU (in whichever layer ran
+out: `gpu_out_of_memory`), the memory is theirs
 for now: failing would throw away everything the evaluation measured (a worker
 error takes it again from the start, its timed phases included). So the piece gives
 its cached memory back (as GPU work of its own) and waits, outside the parent's GPU
@@ -34,6 +35,16 @@ POLL_S = 1.0
 _ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _FALLBACK_BYTES = 2**30
+# How running out of the GPU's memory reads, whichever layer ran out: torch's allocator
+# (torch.OutOfMemoryError, "CUDA out of memory"); the CUDA runtime or driver, loading a
+# module or making a context beside others' memory ("CUDA error: out of memory", as
+# torch.AcceleratorError; "CUDA driver error: out of memory"; Triton's "Triton Error
+# [CUDA]: out of memory"); a CUDA library's handle or workspace ("CUBLAS_STATUS_ALLOC_FAILED").
+_GPU_OUT_OF_MEMORY = re.compile(
+    r"OutOfMemoryError|CUDA out of memory|CUDA (?:driver )?error: out of memory"
+    r"|Triton Error \[CUDA\]: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
+    r"|\b[A-Z]+_STATUS_ALLOC_FAILED\b"
+)
 
 _clock = time.monotonic
 _sleep = time.sleep
@@ -48,6 +59,11 @@ def release_cache() -> None:
     (the caller holds it as the parent's GPU work: gpulease.parent_work)."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+
+
+def gpu_out_of_memory(text: str) -> bool:
+    """Whether an error's text says the GPU's memory ran out (host memory is another matter)."""
+    return _GPU_OUT_OF_MEMORY.search(text) is not None
 
 
 def asked_bytes(error: BaseException) -> int:
@@ -75,7 +91,9 @@ class MemoryWaits:
             try:
                 with gpulease.current().parent_work():
                     return work()
-            except torch.OutOfMemoryError as error:
+            except RuntimeError as error:  # torch.OutOfMemoryError and AcceleratorError among them
+                if not gpu_out_of_memory(f"{type(error).__name__}: {error}"):
+                    raise
                 # What the failed try allocated lives on in its frames until they are cleared.
                 traceback.clear_frames(error.__traceback__)
                 if undo is not None:

@@ -46,6 +46,9 @@ from submissions.models import Submission
 logger = logging.getLogger("evaluator.services")
 
 LOG_LIMIT = 200_000
+# Of a worker error's evaluator stderr, the lines the worker's log keeps (for its operator:
+# an attempt that is taken again keeps no log of its own).
+STDERR_TAIL_LINES = 40
 
 
 # --- queueing -------------------------------------------------------------------
@@ -157,6 +160,9 @@ def _evaluation_attempt(*, evaluation: Evaluation, worker: str, requeue: bool) -
             reason, log = verdict.message, verdict.log
         except WorkerError as exc:
             logger.warning("evaluation %s: worker error: %s", evaluation_id, exc.reason)
+            if exc.log:  # a retried attempt keeps nothing else of it
+                tail = "\n".join(exc.log.strip().splitlines()[-STDERR_TAIL_LINES:])
+                logger.warning("evaluation %s: the evaluator's stderr:\n%s", evaluation_id, tail)
             reason, log = exc.reason, exc.log
         except ScratchUnwritable as exc:
             unwritable = exc

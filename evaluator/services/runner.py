@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,21 @@ class WorkerError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.log = log
+
+
+# A traceback's last line names the exception ("torch.AcceleratorError: CUDA error: …");
+# lines after it (torch's hints on debugging a CUDA error) say nothing of the cause.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)")
+
+
+def stderr_reason(stderr: str) -> str:
+    """The line of the evaluator's stderr that says why it failed: the last exception's,
+    else its last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if _EXCEPTION_LINE.match(line):
+            return line
+    return lines[-1] if lines else "no message on stderr"
 
 
 def evaluation_command(
@@ -144,8 +160,9 @@ def verdict_from_cli(evaluation: Evaluation) -> Verdict:
         if not work_dir_remove(tmp):
             logger.error("evaluation %s: scratch folder %s not removed", evaluation.pk, tmp)
     if returncode != 0:
-        last = stderr.strip().splitlines()[-1:] or ["no message on stderr"]
-        raise WorkerError(f"the evaluator exited with code {returncode}: {last[0]}", log=stderr)
+        raise WorkerError(
+            f"the evaluator exited with code {returncode}: {stderr_reason(stderr)}", log=stderr
+        )
     verdict = _verdict_parse(stdout, stderr=stderr)
     version = submission.task_version
     if verdict.task_hash and verdict.task_hash != version.content_hash:

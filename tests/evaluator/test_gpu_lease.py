@@ -384,8 +384,8 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
     task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
     gpu = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 
-    def out_of_memory(message: str = gpu) -> tuple[Status, str]:
-        error = {"kind": "out_of_memory", "phase": "check", "message": message}
+    def out_of_memory(message: str = gpu, kind: str = "out_of_memory") -> tuple[Status, str]:
+        error = {"kind": kind, "phase": "check", "message": message}
         seen = Observed(started=True, ready=True, error=reports.parse_error(error))
         return decision.decide(ChildRun(returncode=1), seen, [], 1, task=task)
 
@@ -398,6 +398,14 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
         status, message = out_of_memory()
         # Host memory is the evaluation's own, shared GPU or not.
         assert out_of_memory("MemoryError")[0] is Status.OUT_OF_MEMORY
+        # The GPU's memory run out in the CUDA runtime (a Triton module's load) or in a
+        # library's handle reads as the allocator's does, whatever status it was given.
+        for words, kind in [
+            ("RuntimeError: Triton Error [CUDA]: out of memory", "out_of_memory"),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling", "runtime_error"),
+        ]:
+            assert out_of_memory(words, kind)[0] is Status.WORKER_ERROR
+        assert out_of_memory("ValueError: wrong shape", "runtime_error")[0] is Status.RUNTIME_ERROR
     assert sharer.wait(timeout=120) == 0
     assert status is Status.WORKER_ERROR
     assert message.startswith("out of memory while 1 other evaluation shared the GPU")

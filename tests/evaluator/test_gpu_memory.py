@@ -176,3 +176,50 @@ def test_what_the_failed_try_allocated_is_freed_before_the_wait(monkeypatch, clo
     monkeypatch.setattr(gpumemory, "release_cache", release)
     assert gpumemory.MemoryWaits().run(work) == "done"
     assert clock["released"] == [True]
+
+
+# Each layer's words for running out of the GPU's memory, as torch 2.11 and Triton 3.6 raise them.
+RUNTIME_OUT_OF_MEMORY = (
+    "CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some "
+    "other API call, so the stacktrace below might be incorrect.\nFor debugging consider "
+    "passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side "
+    "assertions.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "gpu"),
+    [
+        (f"torch.OutOfMemoryError: {TORCH_MESSAGE}", True),
+        (f"torch.AcceleratorError: {RUNTIME_OUT_OF_MEMORY}", True),
+        ("RuntimeError: CUDA driver error: out of memory", True),
+        ("RuntimeError: Triton Error [CUDA]: out of memory", True),
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+            "`cublasCreate(handle)`",
+            True,
+        ),
+        ("MemoryError", False),  # the host's memory: the evaluation's own
+        ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB", False),
+        ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered", False),
+    ],
+)
+def test_the_gpu_s_memory_running_out_reads_alike_in_every_layer(text, gpu):
+    assert gpumemory.gpu_out_of_memory(text) is gpu
+
+
+def test_a_cuda_runtime_out_of_memory_is_waited_for_as_the_allocator_s_is(monkeypatch, clock):
+    # A module loaded or a context made beside others' memory fails in the CUDA runtime,
+    # not in torch's allocator: torch raises AcceleratorError, not OutOfMemoryError.
+    lease = share(monkeypatch, sharing=2)
+    tries = []
+
+    def work():
+        tries.append(1)
+        if len(tries) == 1:
+            raise torch.AcceleratorError(RUNTIME_OUT_OF_MEMORY)
+        return "done"
+
+    clock["free"] = 2 * 2**30  # as much as an allocation that names no size asks for
+    assert gpumemory.MemoryWaits().run(work) == "done"
+    assert len(tries) == 2 and lease.report.memory_waits == 1

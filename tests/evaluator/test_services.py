@@ -581,3 +581,29 @@ def test_the_counters_setting_reaches_the_cli(fake_cli, evaluation, settings, en
 
     [call] = fake_cli.calls
     assert call["argv"][7:-2] == ["--mode", "interpret", "--timeout", "42", *expected]
+
+
+def test_an_evaluator_crash_is_named_by_its_exception_and_its_stderr_kept_in_the_worker_log(
+    fake_cli, evaluation, caplog
+):
+    """torch ends a CUDA error with hints on debugging it: the reason is the exception's own
+    line, and the operator reads the stderr's end in the worker's log (an attempt taken again
+    keeps no log of its own)."""
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "evaluator/harness/judge.py", line 120, in judge\n'
+        "torch.AcceleratorError: CUDA error: out of memory\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+    )
+    fake_cli.reply({"stdout": "", "stderr": stderr, "code": 1})
+    with caplog.at_level(logging.WARNING, logger="evaluator.services"):
+        evaluation_run(evaluation_id=evaluation.pk)
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.QUEUED
+    assert (
+        "the evaluator exited with code 1: torch.AcceleratorError: CUDA error: out of memory"
+        in evaluation.message
+    )
+    assert 'File "evaluator/harness/judge.py", line 120' in caplog.text
