@@ -2,16 +2,15 @@
 
 The parent of an evaluation computes the reference's outputs and compares on the GPU
 (judge.py), beside the other evaluations that share the GPU (gpulease). When a piece
-of that work runs out of GPU memory while others share the GPU (in whichever layer ran
-out: `gpu_out_of_memory`), the memory is theirs
-for now: failing would throw away everything the evaluation measured (a worker
-error takes it again from the start, its timed phases included). So the piece gives
-its cached memory back (as GPU work of its own) and waits, outside the parent's GPU
-work (no timed phase elsewhere waits for it), until the GPU has as much free as the
-failed allocation asked for, or `RETRY_EVERY_S` has passed, and runs again. After
-`WAIT_LIMIT_S` of waiting in all, or with no other evaluation on the GPU, the error
-stands. Each wait is counted in the verdict's `gpu_lease` (`memory_waits`,
-`memory_wait_s`).
+of that work runs out of GPU memory while others share the GPU (in whichever layer:
+`gpu_out_of_memory`), the memory is theirs for now: failing would throw away
+everything the evaluation measured (a worker error takes it again from the start, its
+timed phases included). So the piece gives its cached memory back (as GPU work of its
+own) and waits, outside the parent's GPU work (no timed phase elsewhere waits for it),
+until the GPU has as much free as the failed allocation asked for, or `RETRY_EVERY_S`
+has passed, and runs again. After `WAIT_LIMIT_S` of waiting in all, or with no other
+evaluation on the GPU, the error stands. Each wait is counted in the verdict's
+`gpu_lease` (`memory_waits`, `memory_wait_s`).
 """
 
 from __future__ import annotations
