@@ -159,6 +159,7 @@ def test_no_generated_run_bundle_gets_a_5xx(
     tasks = tuple(sorted(t.slug for t in run_tasks))
     statuses: Counter[tuple[str, int]] = Counter()
     server_errors: list[str] = []
+    refused: list[str] = []
 
     @given(
         case=upload.as_strategy(),
@@ -188,9 +189,16 @@ def test_no_generated_run_bundle_gets_a_5xx(
             # the next bare WSGI request would then close the test's connection.
             _keep_the_connection()
             text = response.content.decode(errors="replace")
+            if response.status_code != 302 and response.context is not None:
+                # What the page said, for the assertion below: its form's and the bundle's errors.
+                form, errors = response.context.get("form"), response.context.get("errors", ())
+                said = [form.errors.as_text()] if form and form.errors else []
+                text = f"{'; '.join([*said, *map(str, errors)])} (public {public})"
         statuses[door, response.status_code] += 1
         if response.status_code >= 500:
             server_errors.append(f"{door} → {response.status_code}: {text[:300]}")
+        elif response.status_code not in (201, 302):
+            refused.append(f"{door} → {response.status_code}: {text[:500]}")
 
     started = time.monotonic()
     fuzz()
@@ -205,4 +213,4 @@ def test_no_generated_run_bundle_gets_a_5xx(
     assert total >= min(BUNDLES, 50)
     # Every bundle is valid, so every one is stored: 201 from the API, a redirect to the
     # run from the page.
-    assert statuses["api", 201] + statuses["page", 302] == total, statuses
+    assert statuses["api", 201] + statuses["page", 302] == total, (statuses, refused[:10])
