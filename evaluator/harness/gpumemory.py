@@ -8,8 +8,9 @@ everything the evaluation measured (a worker error takes it again from the start
 timed phases included). So the piece gives its cached memory back (as GPU work of its
 own) and waits, outside the parent's GPU work (no timed phase elsewhere waits for it),
 until the GPU has as much free as the failed allocation asked for, or `RETRY_EVERY_S`
-has passed, and runs again. After `WAIT_LIMIT_S` of waiting in all, or with no other
-evaluation on the GPU, the error stands. Each wait is counted in the verdict's
+has passed, and runs again. After `WAIT_LIMIT_S` of waiting in all, with no other
+evaluation on the GPU, or for more than the GPU could give this process alone
+(`beyond_the_gpu`), the error stands. Each wait is counted in the verdict's
 `gpu_lease` (`memory_waits`, `memory_wait_s`).
 """
 
@@ -30,8 +31,13 @@ T = TypeVar("T")
 WAIT_LIMIT_S = 240.0
 RETRY_EVERY_S = 20.0
 POLL_S = 1.0
-# What torch's message says the failed allocation asked for.
-_ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+# What torch's allocator says of a failed allocation: what it asked for, the GPU's
+# memory, and what the process held then ("Including non-PyTorch memory, this process
+# has 8.23 GiB memory in use").
+_SIZE = r"([0-9.]+) (B|KiB|MiB|GiB|TiB)"
+_ASKED = re.compile(rf"Tried to allocate {_SIZE}")
+_TOTAL = re.compile(rf"total capacity of {_SIZE}")
+_HELD = re.compile(rf"this process has {_SIZE} memory in use")
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _FALLBACK_BYTES = 2**30
 # How running out of the GPU's memory reads, whichever layer ran out: torch's allocator
@@ -65,12 +71,25 @@ def gpu_out_of_memory(text: str) -> bool:
     return _GPU_OUT_OF_MEMORY.search(text) is not None
 
 
+def _bytes(pattern: re.Pattern[str], text: str) -> int | None:
+    found = pattern.search(text)
+    return None if found is None else int(float(found.group(1)) * _UNITS[found.group(2)])
+
+
 def asked_bytes(error: BaseException) -> int:
     """The bytes the failed allocation asked for, from torch's message (1 GiB if unsaid)."""
-    found = _ASKED.search(str(error))
-    if found is None:
-        return _FALLBACK_BYTES
-    return int(float(found.group(1)) * _UNITS[found.group(2)])
+    asked = _bytes(_ASKED, str(error))
+    return _FALLBACK_BYTES if asked is None else asked
+
+
+def beyond_the_gpu(text: str) -> bool:
+    """Whether torch's message says the allocation could not have fit even with no other
+    process on the GPU: what the process held and asked for is more than the GPU has.
+    Then the other evaluations' memory made no difference."""
+    asked, total, held = (_bytes(p, text) for p in (_ASKED, _TOTAL, _HELD))
+    if asked is None or total is None or held is None:
+        return False
+    return asked + held > total
 
 
 class MemoryWaits:
@@ -91,7 +110,8 @@ class MemoryWaits:
                 with gpulease.current().parent_work():
                     return work()
             except RuntimeError as error:  # torch.OutOfMemoryError and AcceleratorError among them
-                if not gpu_out_of_memory(f"{type(error).__name__}: {error}"):
+                text = f"{type(error).__name__}: {error}"
+                if not gpu_out_of_memory(text) or beyond_the_gpu(text):
                     raise
                 # What the failed try allocated lives on in its frames until they are cleared.
                 traceback.clear_frames(error.__traceback__)

@@ -406,6 +406,13 @@ def test_out_of_memory_beside_another_evaluation_is_the_worker_s_and_alone_the_s
         ]:
             assert out_of_memory(words, kind)[0] is Status.WORKER_ERROR
         assert out_of_memory("ValueError: wrong shape", "runtime_error")[0] is Status.RUNTIME_ERROR
+        # More than the GPU could give the submission with nobody beside it: its own.
+        alone_too_much = (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 GiB. GPU 0 "
+            "has a total capacity of 139.80 GiB of which 90.00 GiB is free. Including "
+            "non-PyTorch memory, this process has 1.20 GiB memory in use."
+        )
+        assert out_of_memory(alone_too_much)[0] is Status.OUT_OF_MEMORY
     assert sharer.wait(timeout=120) == 0
     assert status is Status.WORKER_ERROR
     assert message.startswith("out of memory while 1 other evaluation shared the GPU")

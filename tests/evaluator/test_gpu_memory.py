@@ -223,3 +223,34 @@ def test_a_cuda_runtime_out_of_memory_is_waited_for_as_the_allocator_s_is(monkey
     clock["free"] = 2 * 2**30  # as much as an allocation that names no size asks for
     assert gpumemory.MemoryWaits().run(work) == "done"
     assert len(tries) == 2 and lease.report.memory_waits == 1
+
+
+# As the H200 said it (the 0.6.4 campaign's worker log), and the same process asking for
+# more than the GPU has.
+FITS_ALONE = (
+    "CUDA out of memory. Tried to allocate 7.00 GiB. GPU 0 has a total capacity of 139.80 GiB "
+    "of which 4.52 GiB is free. Process 1738 has 46.08 GiB memory in use. Including "
+    "non-PyTorch memory, this process has 8.23 GiB memory in use."
+)
+NEVER_FITS = FITS_ALONE.replace("Tried to allocate 7.00 GiB", "Tried to allocate 132.00 GiB")
+
+
+def test_an_allocation_more_than_the_gpu_could_give_the_process_alone_is_beyond_it():
+    assert not gpumemory.beyond_the_gpu(FITS_ALONE)  # 8.23 + 7 GiB of 139.80
+    assert gpumemory.beyond_the_gpu(NEVER_FITS)  # 8.23 + 132 GiB of 139.80
+    # A message that does not say all three (the CUDA runtime's) is not beyond it.
+    assert not gpumemory.beyond_the_gpu("CUDA error: out of memory")
+    assert not gpumemory.beyond_the_gpu(NEVER_FITS.split(" Including")[0])
+
+
+def test_no_wait_for_memory_the_gpu_could_never_give(monkeypatch, clock):
+    lease = share(monkeypatch, sharing=3)
+    tries = []
+
+    def work():
+        tries.append(1)
+        raise torch.OutOfMemoryError(NEVER_FITS)
+
+    with pytest.raises(torch.OutOfMemoryError):
+        gpumemory.MemoryWaits().run(work)
+    assert len(tries) == 1 and clock["now"] == 0.0 and lease.report.memory_waits == 0
