@@ -16,7 +16,7 @@ import signal
 from taskformat.spec import TaskSpec
 
 from . import gpulease, protocol, redact, sandbox, watchdog
-from .gpumemory import beyond_the_gpu, gpu_out_of_memory
+from .gpumemory import short_beside_others
 from .launch import channel_cap
 from .protocol import Observed
 from .reports import ErrorReport
@@ -56,8 +56,8 @@ def decide(
         # Host memory is the evaluation's own; the GPU's, beside others, is not (in
         # whichever layer it ran out, whatever status the child's exception read as),
         # unless the submission asked for more than the GPU could give it alone.
-        sharing, said = gpulease.current().report.most_sharing, seen.error.message
-        if sharing and gpu_out_of_memory(said) and not beyond_the_gpu(said):
+        sharing = gpulease.current().report.most_sharing
+        if sharing and short_beside_others(seen.error.message):
             return Status.WORKER_ERROR, (
                 f"out of memory while {sharing} other evaluation{'s' if sharing > 1 else ''} "
                 "shared the GPU and held memory of it: a fault of the worker, not of the "

@@ -2,16 +2,16 @@
 
 The parent of an evaluation computes the reference's outputs and compares on the GPU
 (judge.py), beside the other evaluations that share the GPU (gpulease). When a piece
-of that work runs out of GPU memory while others share the GPU (in whichever layer:
-`gpu_out_of_memory`), the memory is theirs for now: failing would throw away
-everything the evaluation measured (a worker error takes it again from the start, its
-timed phases included). So the piece gives its cached memory back (as GPU work of its
-own) and waits, outside the parent's GPU work (no timed phase elsewhere waits for it),
-until the GPU has as much free as the failed allocation asked for, or `RETRY_EVERY_S`
-has passed, and runs again. After `WAIT_LIMIT_S` of waiting in all, with no other
-evaluation on the GPU, or for more than the GPU could give this process alone
-(`beyond_the_gpu`), the error stands. Each wait is counted in the verdict's
-`gpu_lease` (`memory_waits`, `memory_wait_s`).
+of that work runs out of GPU memory while others share the GPU (`short_beside_others`:
+in whichever layer, for no more than the GPU could give it alone), the memory is
+theirs for now: failing would throw away everything the evaluation measured (a worker
+error takes it again from the start, its timed phases included). So the piece gives
+its cached memory back (as GPU work of its own) and waits, outside the parent's GPU
+work (no timed phase elsewhere waits for it), until the GPU has as much free as the
+failed allocation asked for, or `RETRY_EVERY_S` has passed, and runs again. After
+`WAIT_LIMIT_S` of waiting in all, or with no other evaluation on the GPU, the error
+stands. Each wait is counted in the verdict's `gpu_lease` (`memory_waits`,
+`memory_wait_s`).
 """
 
 from __future__ import annotations
@@ -92,6 +92,12 @@ def beyond_the_gpu(text: str) -> bool:
     return asked + held > total
 
 
+def short_beside_others(text: str) -> bool:
+    """Whether an error's text says the GPU's memory ran out in a way other processes'
+    memory can explain: in any layer, for no more than the GPU could give this one alone."""
+    return gpu_out_of_memory(text) and not beyond_the_gpu(text)
+
+
 class MemoryWaits:
     """One evaluation's judging: its GPU work, each piece tried again after waiting for memory."""
 
@@ -110,8 +116,7 @@ class MemoryWaits:
                 with gpulease.current().parent_work():
                     return work()
             except RuntimeError as error:  # torch.OutOfMemoryError and AcceleratorError among them
-                text = f"{type(error).__name__}: {error}"
-                if not gpu_out_of_memory(text) or beyond_the_gpu(text):
+                if not short_beside_others(f"{type(error).__name__}: {error}"):
                     raise
                 # What the failed try allocated lives on in its frames until they are cleared.
                 traceback.clear_frames(error.__traceback__)
