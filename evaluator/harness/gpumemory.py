@@ -44,11 +44,12 @@ _FALLBACK_BYTES = 2**30
 # (torch.OutOfMemoryError, "CUDA out of memory"); the CUDA runtime or driver, loading a
 # module or making a context beside others' memory ("CUDA error: out of memory", as
 # torch.AcceleratorError; "CUDA driver error: out of memory"; Triton's "Triton Error
-# [CUDA]: out of memory"); a CUDA library's handle or workspace ("CUBLAS_STATUS_ALLOC_FAILED").
+# [CUDA]: out of memory"); a CUDA library's handle or workspace ("CUBLAS_STATUS_ALLOC_FAILED",
+# cuFFT's "CUFFT_ALLOC_FAILED", cuRAND's "CURAND_STATUS_ALLOCATION_FAILED").
 _GPU_OUT_OF_MEMORY = re.compile(
     r"OutOfMemoryError|CUDA out of memory|CUDA (?:driver )?error: out of memory"
     r"|Triton Error \[CUDA\]: out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-    r"|\b[A-Z]+_STATUS_ALLOC_FAILED\b"
+    r"|\b[A-Z]+_(?:STATUS_)?ALLOC(?:ATION)?_FAILED\b"
 )
 
 _clock = time.monotonic

@@ -199,6 +199,8 @@ RUNTIME_OUT_OF_MEMORY = (
             "`cublasCreate(handle)`",
             True,
         ),
+        ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", True),
+        ("RuntimeError: CURAND_STATUS_ALLOCATION_FAILED", True),
         ("MemoryError", False),  # the host's memory: the evaluation's own
         ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB", False),
         ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered", False),
