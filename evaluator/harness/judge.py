@@ -42,11 +42,16 @@ def judge(
     env_info: dict,
     *,
     source: str = "",
+    keep_outputs: bool = False,
 ) -> list[WorkloadOutcome]:
     """One outcome per workload the child reported on, in plan order.
 
     `plan` is what the parent issued (protocol.Dealer.record); `source` is
     the submission's, whose own kernels are told from a library's by name.
+    Each call's output file is deleted once the judge has read it (or found it
+    needs no reading), unless `keep_outputs`: the disk it held goes back to the
+    evaluations beside this one during the judge, not when the evaluation ends
+    (a large task's outputs run to tens of GiB).
     """
     if not seen.outputs:
         return []
@@ -60,7 +65,16 @@ def judge(
             continue
         outcomes.append(
             _judge_workload(
-                task, by_name[entry.name], entry, seen, reference, workdir, env_info, own, waits
+                task,
+                by_name[entry.name],
+                entry,
+                seen,
+                reference,
+                workdir,
+                env_info,
+                own,
+                waits,
+                keep_outputs,
             )
         )
         # What the workload's reference outputs took goes back to the GPU, for the
@@ -88,10 +102,11 @@ def _judge_workload(
     env_info: dict,
     own: set[str],
     waits: MemoryWaits,
+    keep_outputs: bool,
 ) -> WorkloadOutcome:
     calls = seen.outputs[spec.name]
     failure, worst_abs, worst_rel = _judge_calls(
-        task, spec, calls, seen, reference, workdir, own, waits
+        task, spec, calls, seen, reference, workdir, own, waits, keep_outputs
     )
     if failure:
         status = Status.INCORRECT
@@ -139,6 +154,7 @@ def _judge_calls(
     workdir: Path,
     own: set[str],
     waits: MemoryWaits,
+    keep_outputs: bool,
 ) -> tuple[str, float, float]:
     """The first correctness call's failure ("" if none), and the worst errors seen."""
     worst_abs = worst_rel = 0.0
@@ -159,11 +175,14 @@ def _judge_calls(
                 partial(reference.outputs, spec.params, call.seed, call.seed)
             )
         expected = expected_by_seed[call.seed]
+        path = workdir / "out" / call.file
         misplaced = layout_problem(call.layouts, expected, inplace=task.inplace)
         if misplaced:
             failure = failure or misplaced
+            _done_with(path, keep_outputs)
             continue
-        read = _load_outputs(workdir / "out" / call.file, torch.device("cpu"))
+        read = _load_outputs(path, torch.device("cpu"))
+        _done_with(path, keep_outputs)
         comparison = waits.run(partial(_compare_on, reference.device, read, expected, task))
         del read
         worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
@@ -172,6 +191,13 @@ def _judge_calls(
             again = " (second call on the same inputs)" if call.tag.endswith("r") else ""
             failure = comparison.message + again
     return failure, worst_abs, worst_rel
+
+
+def _done_with(path: Path, keep: bool) -> None:
+    """A call's output file, read or never to be read: gone unless kept. Its name is the
+    one the parent planned (`<workload>.<tag>.out`, protocol.collect checked it)."""
+    if not keep:
+        path.unlink(missing_ok=True)
 
 
 def _compare_on(device: torch.device, read: tuple, expected: tuple, task: TaskSpec) -> Comparison:

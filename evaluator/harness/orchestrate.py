@@ -137,7 +137,8 @@ def _evaluate(
             plan_sink.append(child.plan)
         seen = child.seen
         with stages.phases("judge"):
-            results = judge(task, mode, child.plan, seen, stages.workdir, env_info, source=source)
+            results = judge(task, mode, child.plan, seen, stages.workdir, env_info,
+                            source=source, keep_outputs=keep_workdir)  # fmt: skip
         if mode is Mode.CUDA:
             env_info["launched_kernels"] = launched_kernels(seen.outputs, source)
         results = stages.clean_reference(seen, results)

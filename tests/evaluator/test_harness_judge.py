@@ -14,7 +14,7 @@ from evaluator.harness import judge as judge_module
 from evaluator.harness import kernelchecks, reports, timingchecks
 from evaluator.harness.decision import decide
 from evaluator.harness.fingerprints import AUDIT_SAMPLES, FINGERPRINT_SAMPLES, fingerprint
-from evaluator.harness.job import PlannedWorkload
+from evaluator.harness.job import Plan, PlannedWorkload
 from evaluator.harness.protocol import Observed
 from evaluator.harness.reference import ReferenceOutputs
 from evaluator.harness.sandbox import ChildRun
@@ -511,3 +511,60 @@ def test_a_row_major_output_stands_beside_a_reference_that_returns_a_permuted_vi
     )
     expanded = _reference_layout(shape, strides=(0, 12, 3, 1))
     assert layout_problem([expanded], expected, inplace=False) != ""
+
+
+def _written_calls(reference, workdir, *, wrong_tag=None, misplaced_tag=None):
+    """Observed output reports of every seed of SPEC (and the repeated call), each with the
+    file the child writes (outputs.write_raw): the reference's answer, or a wrong one."""
+    from evaluator.harness.outputs import write_raw
+
+    (workdir / "out").mkdir(parents=True)
+    seen = Observed()
+    calls = []
+    for index in range(TASK.seeds + 1):
+        for tag in (str(index), f"{index}r") if index == 0 else (str(index),):
+            seed = 300 + index
+            expected = reference.outputs(SPEC.params, seed, seed)
+            copies = tuple(t.clone() for t in expected)
+            if tag == wrong_tag:
+                copies = tuple(t + 1 for t in copies)
+            file = f"{SPEC.name}.{tag}.out"
+            write_raw(copies, workdir / "out" / file)
+            strides = (1, *copies[0].shape[:1]) if tag == misplaced_tag else None
+            layout = _reference_layout(copies[0].shape, strides=strides)
+            layout["dtype"] = str(copies[0].dtype)
+            message = {"workload": SPEC.name, "seed": seed, "tag": tag, "file": file}
+            calls.append(reports.parse_output(message | {"layouts": [layout]}))
+    seen.outputs[SPEC.name] = calls
+    entry = dataclasses.replace(entry_for(), timed=False)
+    return seen, Plan(workloads=(entry,), steps=(), seeds=len(calls))
+
+
+def test_the_judge_gives_each_output_file_back_once_it_is_read(reference, tmp_path):
+    seen, plan = _written_calls(reference, tmp_path)
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert len(files) == len(seen.outputs[SPEC.name]) >= 2
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path, {})
+    assert outcome.status is Status.CORRECT, outcome.message
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_wrong_or_misplaced_output_s_file_goes_too_and_the_verdict_stands(reference, tmp_path):
+    seen, plan = _written_calls(reference, tmp_path, wrong_tag="1")
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path, {})
+    assert outcome.status is Status.INCORRECT and "outside atol" in outcome.message
+    assert list((tmp_path / "out").iterdir()) == []
+    seen, plan = _written_calls(reference, tmp_path / "again", misplaced_tag="0r")
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path / "again", {})
+    assert outcome.status is Status.INCORRECT and "strides" in outcome.message
+    assert list((tmp_path / "again" / "out").iterdir()) == []
+
+
+def test_outputs_kept_for_a_look_stay_where_the_child_wrote_them(reference, tmp_path):
+    seen, plan = _written_calls(reference, tmp_path)
+    before = sorted(p.name for p in (tmp_path / "out").iterdir())
+    [outcome] = judge_module.judge(
+        TASK, Mode.INTERPRET, plan, seen, tmp_path, {}, keep_outputs=True
+    )
+    assert outcome.status is Status.CORRECT
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
