@@ -116,13 +116,22 @@ def run_child(
                 proctree.kill_tree(proc)
                 proc.wait()
             proctree.reap_orphans(spare=gpulease.trusted_pids)
-        reader.join(timeout=10)
+        _reader_end(reader, result)
     log.close()
     os.close(reply_fd)
     result.returncode, result.wall_seconds = proc.returncode, time.monotonic() - started
     result.host_oom_kills = proctree.host_oom_kills() - oom_kills
     result.log = log.text()
     return result
+
+
+def _reader_end(reader: Reader, result: ChildRun) -> None:
+    """Wait for the reader to drain the pipe. A flood is the child's however the child
+    ended: on the pipe the reader closed, or before the reader came to the bytes past the
+    limit (the watch then saw the child gone before it saw the flood)."""
+    reader.join(timeout=10)
+    if reader.flooded.is_set() and not result.killed_for:
+        result.killed_for = "result_channel"
 
 
 def _spawn(

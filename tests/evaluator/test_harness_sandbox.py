@@ -4,6 +4,9 @@ breach does), and what of the project the child sees (the harness and the task f
 
 import json
 import os
+import threading
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,28 @@ def run_script(script: str, tmp_path: Path) -> sandbox.ChildRun:
 
 
 FLOOD = "import os, sys\nwhile True:\n    os.write(int(sys.argv[1]), b'x' * 65535 + b'\\n')\n"
+
+
+class _StarvedEvent(threading.Event):
+    """An event whose waiter, once it is set, is scheduled late: a watch thread on a busy host."""
+
+    def wait(self, timeout=None):
+        woken = super().wait(timeout)
+        if woken:
+            time.sleep(1.0)
+        return woken
+
+
+def test_a_flood_is_the_child_s_even_when_it_ends_first(monkeypatch, tmp_path: Path):
+    # On a busy host the child can end on the pipe the reader closed before the watch
+    # looks again: the verdict must not depend on which came first.
+    monkeypatch.setattr(resultpipe, "MAX_CHANNEL_BYTES", 8 * 2**20)
+    monkeypatch.setattr(
+        resultpipe, "threading", types.SimpleNamespace(Thread=threading.Thread, Event=_StarvedEvent)
+    )
+    run = run_script(FLOOD, tmp_path)
+    assert "BrokenPipeError" in run.log  # it did end first
+    assert run.killed_for == "result_channel", run.log[-2000:]
 
 
 def test_a_child_that_floods_the_result_pipe_is_killed_at_once(monkeypatch, tmp_path: Path):
