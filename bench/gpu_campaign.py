@@ -285,6 +285,8 @@ def summary_print(complete: dict) -> None:
         f"to {c['evaluations_s']:.1f} s; the first started {c['first_start_after_upload_s']:.1f}"
         f" s after the upload; taken again: {c['taken_again']}"
     )
+    for why in (c.get("workers") or {}).get("taken_again_why", []):
+        print(f"  taken again: {why}")
     for side in SIDES:
         print(f"verdicts of run {ids[side]} ({side} guidance): {c['verdicts'][side]}")
     met = c["meets_wall"] and c["meets_per_evaluation"]

@@ -92,6 +92,8 @@ print(json.dumps([
      "seconds": (e.finished_at - e.started_at).total_seconds()
          if e.finished_at and e.started_at else None,
      "hardware": e.hardware, "worker": e.worker, "message": e.message[:160],
+     "last_error": e.last_error[:240] if e.attempts > 1 else "",
+     "scratch_mib": (e.environment or {}).get("peak_scratch_mib"),
      "uuid": ((e.environment or {}).get("gpu_state_before") or {}).get("uuid", ""),
      "phases": (e.environment or {}).get("phase_seconds") or {},
      "stages": (e.environment or {}).get("child_stages") or {},
@@ -340,6 +342,17 @@ def summary(rows: list[dict], state: dict) -> dict:
         "per_gpu": per_gpu,
         "verdicts": counts,
         "taken_again": sum(1 for r in rows if r["attempts"] > 1),
+        # Why: the error of the attempt before the last, as the row keeps it.
+        "taken_again_why": [
+            f"{r['task']} (run {r.get('run')}): {r.get('last_error') or '?'}"
+            for r in rows
+            if r["attempts"] > 1
+        ],
+        # The most any evaluation's scratch folder held (its child's output files, the
+        # compile caches): what the host's disk must have room for, several at once.
+        "scratch_gib_peak": round(max((r.get("scratch_mib") or 0) for r in rows) / 1024, 1)
+        if rows
+        else 0.0,
         # Clean references taken from an earlier evaluation of the same task on the GPU, of
         # the evaluations that had one (before evaluator 0.6.3, which says so, an age over 0).
         "clean_reference_reused": [

@@ -50,3 +50,17 @@ def test_a_call_that_stops_its_workers_stops_watching_before_its_deadline():
     keep = argparse.Namespace(deadline_s=500.0, keep_workers=True)
     assert bundles.watch_until(1000.0, stop) == 1000.0 + 500.0 - bundles.STOP_S
     assert bundles.watch_until(1000.0, keep) == 1500.0
+
+
+def test_the_totals_say_why_an_evaluation_was_taken_again_and_the_largest_scratch_folder():
+    bundles = bench_script("gpu_run_bundle")
+    rows = [_row(1, {}), _row(2, {})]
+    rows[0] |= {"run": 1, "scratch_mib": 29840.0}
+    rows[1] |= {"run": 2, "attempts": 2, "scratch_mib": 1460.0}
+    rows[1]["last_error"] = "Attempt 1 hit a worker error (OSError: [Errno 28] No space left)"
+    totals = bundles.summary(rows, {"segments": [{"start": 0.0, "end": 100.0}]})
+    assert totals["taken_again"] == 1
+    assert totals["taken_again_why"] == [
+        "row_softmax (run 2): Attempt 1 hit a worker error (OSError: [Errno 28] No space left)"
+    ]
+    assert totals["scratch_gib_peak"] == 29.1
