@@ -194,13 +194,14 @@ class Child(Timing):
                 if torch.is_tensor(now) and not honesty.tensors_equal(now, before)
             ]
         path = self.out_dir / f"{name}.{tag}.out"
-        outputs.write_raw(call.taken.copies, path)
+        digest = outputs.write_raw(call.taken.copies, path)
         self.chan.send(
             "output",
             workload=name,
             seed=seed,
             tag=tag,
             file=path.name,
+            sha256=digest,
             ops=sorted(recorder.ops),
             kernels=sorted(recorder.kernels),
             mutated_inputs=mutated,

@@ -25,7 +25,7 @@ from .compare import Comparison, compare_tensor, dtype_name, fingerprint_matches
 from .gpumemory import MemoryWaits, release_cache
 from .job import Plan, PlannedWorkload
 from .kernelchecks import judge_glue, judge_kernels, judge_ops, own_kernel_names
-from .outputs import read_raw
+from .outputs import OutputChanged, read_raw
 from .protocol import Observed, flag
 from .reference import ReferenceOutputs
 from .reports import OutputLayout, OutputReport, ProfiledReport
@@ -181,7 +181,19 @@ def _judge_calls(
             failure = failure or misplaced
             _done_with(path, keep_outputs)
             continue
-        read = _load_outputs(path, torch.device("cpu"))
+        try:
+            read = _load_outputs(path, torch.device("cpu"), call.sha256)
+        except OutputChanged:
+            seen.flags.append(
+                flag(
+                    "harness_tampering",
+                    f"{spec.name}: the output file of call {call.tag} changed after the "
+                    "harness saved it",
+                )
+            )
+            failure = failure or "an output file changed after the harness saved it"
+            _done_with(path, keep_outputs)
+            continue
         _done_with(path, keep_outputs)
         comparison = waits.run(partial(_compare_on, reference.device, read, expected, task))
         del read
@@ -206,10 +218,13 @@ def _compare_on(device: torch.device, read: tuple, expected: tuple, task: TaskSp
     return _compare_all(got, expected, task)
 
 
-def _load_outputs(path: Path, device: torch.device) -> tuple:
-    """The harness's raw copies of a call's outputs (outputs.write_raw); no unpickling."""
+def _load_outputs(path: Path, device: torch.device, sha256: str) -> tuple:
+    """The harness's raw copies of a call's outputs (outputs.write_raw); no unpickling.
+    Raises OutputChanged unless the file still has the digest the child sent with it."""
     try:
-        return read_raw(path, device)
+        return read_raw(path, device, sha256=sha256)
+    except OutputChanged:
+        raise
     except (OSError, ValueError) as exc:
         return (f"unreadable output file: {exc}",)
 

@@ -28,6 +28,7 @@ never through `torch.save` and pickle; the parent reads it back with
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -73,6 +74,9 @@ _os_open = os.open
 _os_write = os.write
 _os_close = os.close
 _dumps = json.dumps
+_sha256 = hashlib.sha256
+_sha256_update = type(hashlib.sha256()).update
+_sha256_hex = type(hashlib.sha256()).hexdigest
 
 # Raw bytes of each dtype, as an integer dtype of the same width (numpy has no bf16 or fp8).
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -199,8 +203,12 @@ def _layout(out: torch.Tensor, spans: Sequence[tuple[int, int] | None]) -> Layou
     return Layout(shape, str(_dtype_of(out)), _device_of(out).type, strides, aliases)
 
 
-def write_raw(copies: Sequence[torch.Tensor], path: Path) -> None:
-    """Save the harness's copies as one JSON header line and each copy's raw bytes."""
+def write_raw(copies: Sequence[torch.Tensor], path: Path) -> str:
+    """Save the harness's copies as one JSON header line and each copy's raw bytes; the
+    file's SHA-256 (hex). The child sends it with the call's `output` message before the
+    submission runs again, and the parent reads the file only if it still has it: the
+    scratch folder is the submission's to write, and a file it rewrote after the harness
+    saved it is not what its kernels returned."""
     header, blobs = [], []
     with _no_torch_function():
         for copy in copies:
@@ -211,19 +219,31 @@ def write_raw(copies: Sequence[torch.Tensor], path: Path) -> None:
             blob = _numpy(bits).tobytes() if _numel(host) else b""
             header.append({"shape": list(_size(host)), "dtype": str(dtype), "bytes": _len(blob)})
             blobs.append(blob)
+    digest = _sha256()
     fd = _os_open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         for chunk in (_dumps(header).encode() + b"\n", *blobs):
+            _sha256_update(digest, chunk)
             view = memoryview(chunk)
             while view:
                 view = view[_os_write(fd, view) :]
     finally:
         _os_close(fd)
+    return _sha256_hex(digest)
 
 
-def read_raw(path: Path, device: torch.device) -> tuple[torch.Tensor, ...]:
-    """The parent's reading of `write_raw`'s file. Raises ValueError when it is malformed."""
+class OutputChanged(ValueError):
+    """The output file's bytes are not those the child saved (their SHA-256 differs)."""
+
+
+def read_raw(
+    path: Path, device: torch.device, *, sha256: str | None = None
+) -> tuple[torch.Tensor, ...]:
+    """The parent's reading of `write_raw`'s file. Raises ValueError when it is malformed,
+    OutputChanged when `sha256` is given and the file's digest is another."""
     data = Path(path).read_bytes()
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise OutputChanged("the output file changed after the harness saved it")
     head, _, body = data.partition(b"\n")
     try:
         header = json.loads(head)

@@ -95,6 +95,8 @@ class OutputReport:
     seed: int
     tag: str
     file: str
+    # The file's SHA-256 as the child saved it ("" where the message had none).
+    sha256: str = ""
     ops: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()
     mutated_inputs: tuple = ()
@@ -112,6 +114,7 @@ def parse_output(msg: dict) -> OutputReport:
         seed=int(msg["seed"]),
         tag=str(msg["tag"]),
         file=str(msg["file"]),
+        sha256=str(msg.get("sha256") or ""),
         ops=strings(msg.get("ops", [])),
         kernels=strings(msg.get("kernels", [])),
         mutated_inputs=_listed(mutated),

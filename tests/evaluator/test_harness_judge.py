@@ -529,11 +529,12 @@ def _written_calls(reference, workdir, *, wrong_tag=None, misplaced_tag=None):
             if tag == wrong_tag:
                 copies = tuple(t + 1 for t in copies)
             file = f"{SPEC.name}.{tag}.out"
-            write_raw(copies, workdir / "out" / file)
+            digest = write_raw(copies, workdir / "out" / file)
             strides = (1, *copies[0].shape[:1]) if tag == misplaced_tag else None
             layout = _reference_layout(copies[0].shape, strides=strides)
             layout["dtype"] = str(copies[0].dtype)
             message = {"workload": SPEC.name, "seed": seed, "tag": tag, "file": file}
+            message["sha256"] = digest
             calls.append(reports.parse_output(message | {"layouts": [layout]}))
     seen.outputs[SPEC.name] = calls
     entry = dataclasses.replace(entry_for(), timed=False)
@@ -568,3 +569,21 @@ def test_outputs_kept_for_a_look_stay_where_the_child_wrote_them(reference, tmp_
     )
     assert outcome.status is Status.CORRECT
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
+
+
+def test_a_file_changed_after_the_child_saved_it_is_tampering_not_an_output(reference, tmp_path):
+    # The scratch folder is the submission's to write: a later call could put the right
+    # answer over a wrong one. The file must still have the digest the child sent.
+    seen, plan = _written_calls(reference, tmp_path)
+    first = tmp_path / "out" / seen.outputs[SPEC.name][0].file
+    head, _, body = first.read_bytes().partition(b"\n")
+    first.write_bytes(head + b"\n" + bytes(len(body)))
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path, {})
+    assert outcome.status is Status.INCORRECT
+    assert [f["check"] for f in seen.flags] == ["harness_tampering"]
+    assert "changed after the harness saved it" in seen.flags[0]["detail"]
+    # A message without the digest (not the harness's) reads no file either.
+    seen, plan = _written_calls(reference, tmp_path / "again")
+    seen.outputs[SPEC.name][0] = dataclasses.replace(seen.outputs[SPEC.name][0], sha256="")
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path / "again", {})
+    assert [f["check"] for f in seen.flags] == ["harness_tampering"]
