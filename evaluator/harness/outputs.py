@@ -28,9 +28,11 @@ never through `torch.save` and pickle; the parent reads it back with
 from __future__ import annotations
 
 import builtins
+import errno
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +75,7 @@ _strided = torch.strided
 _os_open = os.open
 _os_write = os.write
 _os_close = os.close
+_os_unlink = os.unlink
 _dumps = json.dumps
 _sha256 = hashlib.sha256
 _sha256_update = type(hashlib.sha256()).update
@@ -220,7 +223,12 @@ def write_raw(copies: Sequence[torch.Tensor], path: Path) -> str:
             header.append({"shape": list(_size(host)), "dtype": str(dtype), "bytes": _len(blob)})
             blobs.append(blob)
     digest = _sha256()
-    fd = _os_open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A file of its own: never through a link or into a file the submission planted there.
+    try:
+        _os_unlink(str(path))
+    except FileNotFoundError:
+        pass
+    fd = _os_open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         for chunk in (_dumps(header).encode() + b"\n", *blobs):
             _sha256_update(digest, chunk)
@@ -241,7 +249,7 @@ def read_raw(
 ) -> tuple[torch.Tensor, ...]:
     """The parent's reading of `write_raw`'s file. Raises ValueError when it is malformed,
     OutputChanged when `sha256` is given and the file's digest is another."""
-    data = Path(path).read_bytes()
+    data = _regular_file_bytes(Path(path))
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise OutputChanged("the output file changed after the harness saved it")
     head, _, body = data.partition(b"\n")
@@ -258,6 +266,30 @@ def read_raw(
     if offset != len(body):
         raise ValueError("the output file's size does not match its header")
     return tuple(tensors)
+
+
+def _regular_file_bytes(path: Path) -> bytes:
+    """The bytes of the plain file at `path`, its folder and itself never through a link:
+    the parent resolves the path on the host, where a link the submission planted (to
+    /dev/zero, to a host file) would read what the sandbox never held. Anything else is
+    OutputChanged."""
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW
+    try:
+        folder = os.open(path.parent, nofollow | os.O_DIRECTORY)
+        try:
+            fd = os.open(path.name, nofollow | os.O_NONBLOCK, dir_fd=folder)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise OutputChanged(
+                "the output file is behind a link the harness did not make"
+            ) from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputChanged("the output file is not the file the harness saved")
+        return handle.read()
 
 
 def _decode(entry: object, body: bytes, offset: int, device: torch.device) -> torch.Tensor:

@@ -587,3 +587,33 @@ def test_a_file_changed_after_the_child_saved_it_is_tampering_not_an_output(refe
     seen.outputs[SPEC.name][0] = dataclasses.replace(seen.outputs[SPEC.name][0], sha256="")
     [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path / "again", {})
     assert [f["check"] for f in seen.flags] == ["harness_tampering"]
+
+
+@pytest.mark.parametrize("planted", ["file", "folder"])
+def test_a_link_planted_for_an_output_is_never_followed(reference, tmp_path, planted):
+    # The parent resolves the path on the host: a link to /dev/zero would read forever, one
+    # to a host file would read what the sandbox never held.
+    seen, plan = _written_calls(reference, tmp_path)
+    out = tmp_path / "out"
+    first = out / seen.outputs[SPEC.name][0].file
+    if planted == "file":
+        first.unlink()
+        first.symlink_to("/dev/zero")
+    else:
+        out.rename(tmp_path / "moved")
+        out.symlink_to(tmp_path / "moved")
+    [outcome] = judge_module.judge(TASK, Mode.INTERPRET, plan, seen, tmp_path, {})
+    assert outcome.status is Status.INCORRECT
+    assert {f["check"] for f in seen.flags} == {"harness_tampering"}
+
+
+def test_the_child_saves_a_file_of_its_own_whatever_was_planted_at_its_path(tmp_path):
+    from evaluator.harness.outputs import read_raw, write_raw
+
+    target = tmp_path / "planted"
+    target.write_bytes(b"the submission's")
+    path = tmp_path / "call.out"
+    path.symlink_to(target)
+    digest = write_raw((torch.arange(6.0),), path)
+    assert not path.is_symlink() and target.read_bytes() == b"the submission's"
+    assert torch.equal(read_raw(path, torch.device("cpu"), sha256=digest)[0], torch.arange(6.0))
