@@ -350,9 +350,9 @@ def summary(rows: list[dict], state: dict) -> dict:
         ],
         # The most any evaluation's scratch folder held (its child's output files, the
         # compile caches): what the host's disk must have room for, several at once.
-        "scratch_gib_peak": round(max((r.get("scratch_mib") or 0) for r in rows) / 1024, 1)
-        if rows
-        else 0.0,
+        "scratch_gib_peak": round(
+            max((r.get("scratch_mib") or 0 for r in rows), default=0) / 1024, 1
+        ),
         # Clean references taken from an earlier evaluation of the same task on the GPU, of
         # the evaluations that had one (before evaluator 0.6.3, which says so, an age over 0).
         "clean_reference_reused": [

@@ -183,18 +183,12 @@ def _judge_calls(
             continue
         try:
             read = _load_outputs(path, torch.device("cpu"), call.sha256)
-        except OutputChanged:
-            seen.flags.append(
-                flag(
-                    "harness_tampering",
-                    f"{spec.name}: the output file of call {call.tag} changed after the "
-                    "harness saved it",
-                )
-            )
-            failure = failure or "an output file changed after the harness saved it"
-            _done_with(path, keep_outputs)
+        except OutputChanged as exc:
+            seen.flags.append(flag("harness_tampering", f"{spec.name}, call {call.tag}: {exc}"))
+            failure = failure or f"not the output file the harness saved: {exc}"
             continue
-        _done_with(path, keep_outputs)
+        finally:
+            _done_with(path, keep_outputs)
         comparison = waits.run(partial(_compare_on, reference.device, read, expected, task))
         del read
         worst_abs = max(worst_abs, comparison.max_abs_err or 0.0)
@@ -223,8 +217,6 @@ def _load_outputs(path: Path, device: torch.device, sha256: str) -> tuple:
     Raises OutputChanged unless the file still has the digest the child sent with it."""
     try:
         return read_raw(path, device, sha256=sha256)
-    except OutputChanged:
-        raise
     except (OSError, ValueError) as exc:
         return (f"unreadable output file: {exc}",)
 

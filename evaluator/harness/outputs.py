@@ -240,8 +240,9 @@ def write_raw(copies: Sequence[torch.Tensor], path: Path) -> str:
     return _sha256_hex(digest)
 
 
-class OutputChanged(ValueError):
-    """The output file's bytes are not those the child saved (their SHA-256 differs)."""
+class OutputChanged(Exception):
+    """The output file is not the one the child saved: its SHA-256 differs, or it is behind a
+    link or not a plain file. Not a ValueError: no reader takes it for a malformed file."""
 
 
 def read_raw(
