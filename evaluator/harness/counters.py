@@ -39,7 +39,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ from taskformat.counter_rules import NOT_PROFILED
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
 from . import isolation, judge, protocol, redact, sandbox, watchdog
+from .isolation import child_path
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
@@ -138,11 +138,6 @@ def ncu_command(ncu: str, csv_path: str, metrics: Sequence[str] = tuple(METRICS)
     METRICS) and writing its table to `csv_path`."""
     names = ",".join(METRICS[key] for key in metrics)
     return [ncu, *NCU_OPTIONS, "--metrics", names, "--log-file", csv_path]
-
-
-def child_path() -> str:
-    """The PATH the sandboxed child gets (launch.run_harness_child gives it the same)."""
-    return f"{Path(sys.executable).parent}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
 
 
 def profile(

@@ -11,15 +11,17 @@ stopped by the disk's free space below the limit every evaluation has.
 
 from __future__ import annotations
 
+import re
+import shutil
 import signal
 
 from taskformat.spec import TaskSpec
 
-from . import gpulease, protocol, redact, sandbox, watchdog
+from . import gpulease, isolation, protocol, redact, sandbox, watchdog
 from .gpumemory import short_beside_others
 from .launch import channel_cap
 from .protocol import Observed
-from .reports import ErrorReport
+from .reports import CHILD_ERROR_KINDS, ErrorReport
 from .verdict import Status, WorkloadOutcome
 
 
@@ -53,6 +55,8 @@ def decide(
     if seen.error is not None:
         hidden_dealt = dealer is not None and dealer.hidden_dealt
         status, message = error_status(seen.error, task, hidden_dealt=hidden_dealt)
+        if status is Status.WORKER_ERROR and (refuted := refuted_claim(seen.error.message)):
+            return Status.RUNTIME_ERROR, refuted
         # Host memory is the evaluation's own; the GPU's, beside others, is not (in
         # whichever layer it ran out, whatever status the child's exception read as),
         # unless the submission asked for more than the GPU could give it alone.
@@ -156,6 +160,36 @@ def outside_kill(run: sandbox.ChildRun) -> str:
     return ""
 
 
+# The tools a child reporting `worker_error` may say the worker lacks (channel.MISSING_TOOLCHAIN):
+# each sign, as a pattern, with the program the parent looks for on the child's PATH.
+CLAIMED_TOOLS = {
+    r"Ninja is required to load C\+\+ extensions": "ninja",
+    r"(?<![\w.+-])x86_64-linux-gnu-g\+\+: not found": "x86_64-linux-gnu-g++",
+    r"(?<![\w.+-])c\+\+: not found": "c++",
+    r"(?<![\w.+-])g\+\+: not found": "g++",
+    r"(?<![\w.+-])nvcc: not found": "nvcc",
+}
+
+
+def refuted_claim(message: str) -> str:
+    """Why a `worker_error` the child reported is the submission's own failure, or "".
+
+    The child's report is in the submission's process, which can write it: a
+    kernel that fails could say the worker lacks a tool, and be taken again
+    instead of blamed. Where the report names a tool, the parent looks for it
+    on the child's PATH (the sandbox binds the same folders); one that is
+    there refutes it. A claim it cannot check stands (docs/exploits.md,
+    Known gaps).
+    """
+    for sign, tool in CLAIMED_TOOLS.items():
+        if re.search(sign, message) and shutil.which(tool, path=isolation.child_path()):
+            return (
+                f"the submission's process reported that this worker lacks {tool}, which it "
+                "has: a failure of the submission's, not of the worker"
+            )
+    return ""
+
+
 def error_status(error: ErrorReport, task: TaskSpec, *, hidden_dealt: bool) -> tuple[Status, str]:
     """The status and message of the exception the child reported.
 
@@ -163,7 +197,8 @@ def error_status(error: ErrorReport, task: TaskSpec, *, hidden_dealt: bool) -> t
     failed, the owner reads the exception's type only, and only a known one
     (redact.error_message).
     """
-    status = Status(error.kind) if error.kind in set(Status) else Status.RUNTIME_ERROR
+    known = error.kind in CHILD_ERROR_KINDS  # protocol.collect flags any other kind
+    status = Status(error.kind) if known else Status.RUNTIME_ERROR
     where, text = error.workload, error.message
     if hidden_dealt or where in redact.hidden_names(task):
         return status, redact.error_message(text)

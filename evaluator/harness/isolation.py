@@ -39,6 +39,12 @@ SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
 PYTHON_FLAGS = ("-P", "-s")
 
 
+def child_path() -> str:
+    """Every sandboxed child's PATH: the interpreter's own bin folder (where pip puts
+    ninja, which load_inline needs), the CUDA toolkit's (nvcc), then the system's."""
+    return f"{Path(sys.executable).parent}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
+
+
 @cache
 def _bwrap_works() -> bool:
     bwrap = shutil.which("bwrap")

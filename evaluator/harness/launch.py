@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -158,9 +157,7 @@ def run_harness_child(
 def child_env(work: str, mode: Mode) -> dict[str, str]:
     """The child's whole environment: its scratch folder as home, its caches in it."""
     env = {
-        # The interpreter's own bin folder holds ninja where pip installed it;
-        # load_inline needs it, and nvcc, on the PATH.
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin",
+        "PATH": isolation.child_path(),
         "HOME": work,
         "TMPDIR": work,
         "LANG": "C.UTF-8",

@@ -21,6 +21,7 @@ from typing import Any
 
 from .job import Plan, PlannedWorkload
 from .reports import (
+    CHILD_ERROR_KINDS,
     BatchReport,
     ErrorReport,
     OutputReport,
@@ -257,7 +258,8 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
                 seen.flags.append(raised)
             continue
         if event == "error":
-            seen.error = parse_error(msg)
+            if not _keep_error(msg, seen):
+                break
             finished = True
             continue
         want = steps[position] if position < len(steps) else ("<end>", "", "")
@@ -294,6 +296,19 @@ def collect(messages: list[tuple[float, dict]], plan: Plan, bad_messages: int = 
             flag("result_channel", f"{bad_messages} malformed message(s) on the result pipe")
         )
     return seen
+
+
+def _keep_error(msg: dict, seen: Observed) -> bool:
+    """Keep the child's `error` as `seen.error`, or flag it: the child says only that the
+    evaluation failed and how (CHILD_ERROR_KINDS); any other word is the submission's,
+    written on the pipe to pose as a verdict."""
+    error = parse_error(msg)
+    if error.kind not in CHILD_ERROR_KINDS:
+        detail = f"an error of kind {error.kind[:40]!r}, which the harness never sends"
+        seen.flags.append(flag("result_channel", detail))
+        return False
+    seen.error = error
+    return True
 
 
 def timing_windows(messages: list[tuple[float, dict]]) -> dict[str, tuple[float, float]]:

@@ -271,6 +271,12 @@ def parse_profiled(msg: dict) -> ProfiledReport:
     )
 
 
+# The kinds of `error` the harness's child sends (channel.classify, and `worker_error` for a
+# failure of the harness): each says that the evaluation failed and how, never what it is
+# worth. A verdict's other statuses are the parent's to decide.
+CHILD_ERROR_KINDS = frozenset({"compile_error", "runtime_error", "out_of_memory", "worker_error"})
+
+
 @dataclass(frozen=True)
 class ErrorReport:
     """`error`: what ended the child early, as it says (the exception's kind and text)."""

@@ -188,6 +188,24 @@ def test_after_the_hidden_mark_every_error_is_redacted_whatever_workload_it_name
     assert message == "X: 3x40000 (workload check_bf16_8x256)"
 
 
+def test_a_worker_error_naming_a_tool_the_worker_has_is_the_submission_s(tmp_path, monkeypatch):
+    """What the child reports is written in the submission's process: a claim that the
+    worker lacks a tool stands only where the parent finds no such tool on the child's PATH."""
+    claim = "RuntimeError: Ninja is required to load C++ extensions"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setattr(isolation, "child_path", lambda: str(tools))
+    assert decision.refuted_claim(claim) == ""  # no ninja there: the worker's fault
+    (tools / "ninja").write_text("#!/bin/sh\n")
+    (tools / "ninja").chmod(0o755)
+    assert "lacks ninja, which it has" in decision.refuted_claim(claim)
+    # The longer name is not read as its suffix, nor the other way round.
+    (tools / "g++").write_text("#!/bin/sh\n")
+    (tools / "g++").chmod(0o755)
+    assert decision.refuted_claim("sh: x86_64-linux-gnu-g++: not found") == ""
+    assert "lacks g++" in decision.refuted_claim("sh: 1: g++: not found")
+
+
 # -- resources -----------------------------------------------------------------------------
 
 

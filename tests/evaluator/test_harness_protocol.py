@@ -75,6 +75,24 @@ def test_an_error_ends_the_sequence_and_is_kept():
     assert seen.error.kind == "runtime_error" and not seen.flags and not seen.done
 
 
+@pytest.mark.parametrize("kind", ["correct", "flagged", "incorrect", "timeout", "", "CORRECT"])
+def test_an_error_of_a_kind_the_harness_never_sends_is_flagged_not_kept(kind):
+    """The child's error says the evaluation failed; a verdict's word there is forged."""
+    msgs = [*honest_messages()[:3], (3.0, {"event": "error", "kind": kind, "message": "ok"})]
+    seen = collect(msgs, PLAN)
+    assert seen.error is None and not seen.done
+    assert [f["check"] for f in seen.flags] == ["result_channel"]
+    assert "never sends" in seen.flags[0]["detail"]
+
+
+def test_every_kind_the_child_can_send_is_one_the_parent_keeps():
+    from evaluator.harness import channel
+
+    sent = {channel.classify(exc) for exc in (SyntaxError("x"), MemoryError(), RuntimeError())}
+    sent |= {channel.classify(RuntimeError(sign)) for sign in channel.MISSING_TOOLCHAIN}
+    assert sent | {"worker_error"} == reports.CHILD_ERROR_KINDS
+
+
 def test_malformed_lines_are_flagged():
     seen = collect(honest_messages(), PLAN, bad_messages=2)
     assert any("2 malformed" in f["detail"] for f in seen.flags)
