@@ -36,6 +36,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -49,6 +50,7 @@ _len = builtins.len
 _vars = builtins.vars
 _tuple = builtins.tuple
 _isinstance = builtins.isinstance
+_memoryview = builtins.memoryview
 _clone = _TensorBase.clone
 _detach = _TensorBase.detach
 _view = _TensorBase.view
@@ -219,7 +221,7 @@ def write_raw(copies: Sequence[torch.Tensor], path: Path) -> str:
             host = _cpu(copy)
             width = _element_size(host)
             bits = _view(host, _BITS[width]) if _numel(host) else host
-            blob = _numpy(bits).tobytes() if _numel(host) else b""
+            blob = _bytes_of(_numpy(bits)) if _numel(host) else b""
             header.append({"shape": list(_size(host)), "dtype": str(dtype), "bytes": _len(blob)})
             blobs.append(blob)
     digest = _sha256()
@@ -232,12 +234,20 @@ def write_raw(copies: Sequence[torch.Tensor], path: Path) -> str:
     try:
         for chunk in (_dumps(header).encode() + b"\n", *blobs):
             _sha256_update(digest, chunk)
-            view = memoryview(chunk)
+            view = _memoryview(chunk)
             while view:
                 view = view[_os_write(fd, view) :]
     finally:
         _os_close(fd)
     return _sha256_hex(digest)
+
+
+def _bytes_of(array: Any) -> Any:
+    """A host copy's bytes in C order: its own buffer where it is contiguous (the harness's
+    copies are), else a copy."""
+    if array.flags.c_contiguous:
+        return _memoryview(array).cast("B")
+    return array.tobytes()
 
 
 class OutputChanged(Exception):
@@ -249,13 +259,20 @@ def read_raw(
     path: Path, device: torch.device, *, sha256: str | None = None
 ) -> tuple[torch.Tensor, ...]:
     """The parent's reading of `write_raw`'s file. Raises ValueError when it is malformed,
-    OutputChanged when `sha256` is given and the file's digest is another."""
-    data = _regular_file_bytes(Path(path))
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise OutputChanged("the output file changed after the harness saved it")
-    head, _, body = data.partition(b"\n")
+    OutputChanged when `sha256` is given and the file's digest is another.
+
+    The body is read once, into one buffer, and each output is a view of it
+    (a copy only where an output's bytes do not start at a multiple of its
+    element size): a call's outputs of several GiB are neither copied again
+    nor held twice."""
+    head, body = _regular_file(Path(path))
+    if sha256 is not None:
+        digest = hashlib.sha256(head)
+        digest.update(body.numpy().data)
+        if digest.hexdigest() != sha256:
+            raise OutputChanged("the output file changed after the harness saved it")
     try:
-        header = json.loads(head)
+        header = json.loads(head.removesuffix(b"\n"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError("the output file's header is not JSON") from exc
     if not isinstance(header, list):
@@ -264,16 +281,20 @@ def read_raw(
     for entry in header:
         tensors.append(_decode(entry, body, offset, device))
         offset += int(entry["bytes"])
-    if offset != len(body):
+    if offset != body.numel():
         raise ValueError("the output file's size does not match its header")
     return tuple(tensors)
 
 
-def _regular_file_bytes(path: Path) -> bytes:
-    """The bytes of the plain file at `path`, its folder and itself never through a link:
-    the parent resolves the path on the host, where a link the submission planted (to
-    /dev/zero, to a host file) would read what the sandbox never held. Anything else is
-    OutputChanged."""
+# The most a header line may take: a JSON list of each output's shape, dtype and bytes.
+HEADER_LIMIT = 1 << 20
+
+
+def _regular_file(path: Path) -> tuple[bytes, torch.Tensor]:
+    """The header line and the body (bytes, as one uint8 tensor) of the plain file at `path`,
+    its folder and itself never through a link: the parent resolves the path on the host,
+    where a link the submission planted (to /dev/zero, to a host file) would read what the
+    sandbox never held. Anything else is OutputChanged."""
     nofollow = os.O_RDONLY | os.O_NOFOLLOW
     try:
         folder = os.open(path.parent, nofollow | os.O_DIRECTORY)
@@ -288,12 +309,17 @@ def _regular_file_bytes(path: Path) -> bytes:
             ) from exc
         raise
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OutputChanged("the output file is not the file the harness saved")
-        return handle.read()
+        head = handle.readline(HEADER_LIMIT)
+        body = torch.empty(max(info.st_size - len(head), 0), dtype=torch.uint8)
+        if handle.readinto(body.numpy().data) != body.numel() or handle.read(1):
+            raise ValueError("the output file's size changed while it was read")
+    return head, body
 
 
-def _decode(entry: object, body: bytes, offset: int, device: torch.device) -> torch.Tensor:
+def _decode(entry: object, body: torch.Tensor, offset: int, device: torch.device) -> torch.Tensor:
     try:
         shape = [int(n) for n in entry["shape"]]  # type: ignore[index]
         dtype = getattr(torch, str(entry["dtype"]).removeprefix("torch."))  # type: ignore[index]
@@ -306,12 +332,14 @@ def _decode(entry: object, body: bytes, offset: int, device: torch.device) -> to
     for n in shape:
         numel *= n
     width = torch.empty((), dtype=dtype).element_size()
-    if nbytes != numel * width or offset + nbytes > len(body):
+    if nbytes != numel * width or offset + nbytes > body.numel():
         raise ValueError("the output file's sizes do not match its header")
     if numel == 0:
         return torch.empty(shape, dtype=dtype, device=device)
-    raw = torch.frombuffer(bytearray(body[offset : offset + nbytes]), dtype=_BITS[width])
-    return raw.view(dtype).reshape(shape).to(device)
+    raw = body[offset : offset + nbytes]
+    # The body's buffer is aligned; an output that starts off its element size is copied.
+    raw = raw.clone() if offset % width else raw
+    return raw.view(_BITS[width]).view(dtype).reshape(shape).to(device)
 
 
 def take_again(originals: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:

@@ -88,6 +88,27 @@ def test_raw_files_round_trip_without_pickle(tmp_path, dtype):
     assert back_empty.shape == (0, 4)
 
 
+def test_outputs_of_mixed_widths_read_back_whatever_their_alignment_in_the_file(tmp_path):
+    """Each output is a view of the one buffer the body is read into, or a copy where its
+    bytes start off its element size (a bool or bf16 output of odd length before it)."""
+    made = (
+        torch.tensor([True, False, True]),
+        torch.randn(3).to(torch.bfloat16),
+        torch.arange(5, dtype=torch.int64) - 2**40,
+        torch.randn(2, 3),
+    )
+    path = tmp_path / "w.0.out"
+    digest = outputs.write_raw(made, path)
+    back = outputs.read_raw(path, torch.device("cpu"), sha256=digest)
+    assert [t.dtype for t in back] == [t.dtype for t in made]
+    assert all(torch.equal(a, b) for a, b in zip(back, made, strict=True))
+    path.write_bytes(path.read_bytes() + b"\0")  # one byte more than the header says
+    with pytest.raises(outputs.OutputChanged):
+        outputs.read_raw(path, torch.device("cpu"), sha256=digest)
+    with pytest.raises(ValueError, match="does not match its header"):
+        outputs.read_raw(path, torch.device("cpu"))
+
+
 @pytest.mark.parametrize(
     "content",
     [b"not json\n", b'{"a": 1}\n', b'[{"shape": [2], "dtype": "float32", "bytes": 8}]\n\x00'],
