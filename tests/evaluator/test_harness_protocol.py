@@ -75,14 +75,18 @@ def test_an_error_ends_the_sequence_and_is_kept():
     assert seen.error.kind == "runtime_error" and not seen.flags and not seen.done
 
 
-@pytest.mark.parametrize("kind", ["correct", "flagged", "incorrect", "timeout", "", "CORRECT"])
+@pytest.mark.parametrize(
+    "kind", ["correct", "flagged", "incorrect", "timeout", "", "CORRECT", "rows 4099 cols 77"]
+)
 def test_an_error_of_a_kind_the_harness_never_sends_is_flagged_not_kept(kind):
-    """The child's error says the evaluation failed; a verdict's word there is forged."""
+    """The child's error says the evaluation failed; a verdict's word there is forged. The
+    flag does not quote it: the owner reads flags, and it could carry a hidden shape."""
     msgs = [*honest_messages()[:3], (3.0, {"event": "error", "kind": kind, "message": "ok"})]
     seen = collect(msgs, PLAN)
     assert seen.error is None and not seen.done
     assert [f["check"] for f in seen.flags] == ["result_channel"]
-    assert "never sends" in seen.flags[0]["detail"]
+    detail = seen.flags[0]["detail"]
+    assert "never sends" in detail and "4099" not in detail and "correct" not in detail
 
 
 def test_every_kind_the_child_can_send_is_one_the_parent_keeps():
