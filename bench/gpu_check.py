@@ -61,7 +61,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluator.exploits.cases import CASES, HONEST_TWINS, TWIN_SPEEDUP_MARGIN  # noqa: E402
+from evaluator.exploits.cases import (  # noqa: E402
+    CASES,
+    HONEST_TWINS,
+    TWIN_SPEEDUP_MARGIN,
+    forged_counters,
+)
 from taskformat.package import DEFAULT_CATALOG_DIR, iter_task_dirs  # noqa: E402
 
 # `--share`: every evaluation of this call takes its timed phases in turn on one GPU lease.
@@ -202,9 +207,10 @@ QUICK = ["max_calls=40", "phases=4", "warmup_calls=1", "warmup_s=0", "budget_s=0
 # (the reference slowed, 22 and 23, is caught by comparing figures).
 FIGURE_CASES = ("0", "22", "23", "25", "41")
 # Expected `incorrect` or `correct` (or a fork bomb, which shares the sandbox uid's process
-# count): alone, so that no other evaluation's GPU work can add a timing flag.
+# count): alone, so that no other evaluation's GPU work can add a timing flag; and 47, whose
+# counters pass must read a table (one Nsight Compute session on the GPU at a time).
 ALONE_CASES = (
-    "1", "2", "4b", "9", "10", "14", "15", "19e", "19f", "20", "30e", "31", "40", "42"
+    "1", "2", "4b", "9", "10", "14", "15", "19e", "19f", "20", "30e", "31", "40", "42", "47"
 )  # fmt: skip
 HISTOGRAM_CUDA = DEFAULT_CATALOG_DIR / "histogram" / "expert_cuda.py"
 PROBE_TEST = (
@@ -243,6 +249,12 @@ def _judge_case(case, v: dict) -> tuple[bool, str]:
     checks = {f["check"] for f in v.get("flags", [])}
     if ok and case.flag and v["status"] == "flagged" and case.flag not in checks:
         return False, f"flagged, but not by {case.flag}"
+    if ok and case.number == "47":
+        note = v.get("environment", {}).get("counters", "")
+        if forged := forged_counters(v):
+            return False, f"forged counters read for {', '.join(forged)}"
+        if not note.startswith("read by"):
+            return False, f"no counters to compare: {note[:120]}"
     return ok, ""
 
 

@@ -17,10 +17,12 @@ none could be read. The pass never changes the verdict.
 The child asks for its seeds as in any evaluation (protocol.Dealer, the
 purposes `model`, `warm` and `call`) and sees the timed workloads only,
 whose parameters it was given already. ncu runs inside the sandbox, as the
-parent of the child's interpreter, and writes its CSV into the scratch
-folder, where the submission could overwrite it: the counters are evidence
-for the design-property assessment, read in the submission's own process,
-never a check.
+parent of the child's interpreter, and writes its CSV into a folder of its
+own; the interpreter runs in a second sandbox inside the first
+(isolation.sandbox_command's `tool_folder`), where that folder and ncu's
+processes do not exist: the table the parent reads is the one ncu wrote.
+The counters are evidence for the design-property assessment and the host
+clock's cross-check, never a verdict of their own.
 
 The pass holds the GPU lease exclusive from the child's first request, which it
 makes before it touches CUDA, to its end (gpulease): ncu and the child's imports
@@ -256,6 +258,8 @@ def _profiling_pass(
     workdir = sandbox.scratch_folder(prefix="d2k-counters-")
     take_builds(builds, workdir)
     public_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-task-"))
+    # ncu's own folder, for its table: out of the submission's reach (sandbox_command).
+    tool_dir = Path(tempfile.mkdtemp(prefix="d2k-counters-ncu-"))
     try:
         reference = Path(task.directory) / "reference.py"
         shutil.copyfile(reference, public_dir / "reference.py")
@@ -276,17 +280,18 @@ def _profiling_pass(
             limits=limits,
             gpu=True,
             answer=dealer.answer,
-            wrapper=ncu_command(ncu, f"{seen.work}/ncu.csv", metrics),
+            wrapper=ncu_command(ncu, f"{isolation.tool_path(tool_dir)}/ncu.csv", metrics),
+            tool_folder=tool_dir,
             # ncu manages the processes it profiles; no verdict depends on how this one ends.
             guard=False,
             gpu_alone=True,
         )
-        text = _read(workdir / "ncu.csv")
+        text = _read(tool_dir / "ncu.csv")
         if sink is not None:
             sink += [text, run.log]
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-        shutil.rmtree(public_dir, ignore_errors=True)
+        for folder in (workdir, public_dir, tool_dir):
+            shutil.rmtree(folder, ignore_errors=True)
     _check_pass(task, run, dealer, text)
     return text
 

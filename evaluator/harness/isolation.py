@@ -32,6 +32,13 @@ SANDBOX_PACKAGES = ("evaluator", "taskformat")
 SANDBOX_ROOT = "/d2k"
 SANDBOX_WORK = f"{SANDBOX_ROOT}/work"
 SANDBOX_TASK = f"{SANDBOX_ROOT}/task"
+# The wrapper's own folder (a profiler's table): in the outer sandbox, where the wrapper
+# runs, and in none of the interpreter's.
+SANDBOX_TOOL = f"{SANDBOX_ROOT}/tool"
+# Where the outer sandbox keeps the host's /proc, out of sight under an empty memory file
+# system: the kernel lets the inner sandbox mount a /proc of its own only where a whole
+# one is mounted in the outer's namespace (bubblewrap's own /proc has parts covered).
+HIDDEN_PROC = f"{SANDBOX_ROOT}/.proc"
 # The interpreter's flags in every sandboxed child: -P keeps the working
 # directory (the scratch folder, the child's to write) off sys.path, -s the
 # user's site-packages. sys.path is then the read-only harness (PYTHONPATH),
@@ -97,6 +104,11 @@ def layout(workdir: Path, task_dir: Path) -> Layout:
     return Layout(work=SANDBOX_WORK, task=SANDBOX_TASK)
 
 
+def tool_path(folder: Path) -> str:
+    """Where the wrapper of `sandbox_command` sees its `tool_folder`, at this host's level."""
+    return str(folder) if isolation_level() == "process" else SANDBOX_TOOL
+
+
 def _userns_args() -> list[str]:
     # As root, bubblewrap would keep root inside; ask for a user namespace with
     # an unprivileged uid and no capabilities instead.
@@ -160,6 +172,7 @@ def sandbox_command(
     env: dict[str, str],
     gpu: bool,
     wrapper: Sequence[str] = (),
+    tool_folder: Path | None = None,
     tmp_bytes: int = 0,
     seccomp_fd: int | None = None,
 ) -> tuple[list[str], dict[str, str], str]:
@@ -167,6 +180,13 @@ def sandbox_command(
 
     `wrapper` is a command that runs the interpreter inside the sandbox (a
     profiler: `ncu ... python ...`); it runs with the child's confinement.
+    With `tool_folder`, a host folder the wrapper writes (its table), the
+    wrapper runs in the sandbox with that folder at SANDBOX_TOOL and the
+    interpreter in a second sandbox inside the first (`_inner_sandbox`): a
+    PID namespace of its own, in which the wrapper's processes do not exist,
+    and the same filesystem without SANDBOX_TOOL. It shares the wrapper's
+    loopback network, System V IPC, /tmp and /dev/shm (a profiler talks to
+    the process it profiles through them); none of them reaches the host.
 
     Inside bubblewrap the harness and the task format are at /d2k (PYTHONPATH),
     the task package at /d2k/task and the scratch folder at /d2k/work; /tmp and
@@ -182,6 +202,10 @@ def sandbox_command(
         return [*wrapper, *python], {**env, "PYTHONPATH": str(HARNESS_ROOT)}, level
 
     bwrap = shutil.which("bwrap") or "bwrap"
+    tool = []
+    if tool_folder is not None and wrapper:
+        tool = ["--bind", str(tool_folder), SANDBOX_TOOL, *_hidden_host_proc()]
+        python = [*_inner_sandbox(bwrap, gpu=gpu), *python]
     argv = [
         bwrap,
         *_userns_args(),
@@ -189,6 +213,7 @@ def sandbox_command(
         "--die-with-parent",
         "--new-session",
         *_filesystem_args(workdir, task_dir, gpu=gpu, tmp_bytes=tmp_bytes),
+        *tool,
         "--clearenv",
         *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
     ]
@@ -198,10 +223,52 @@ def sandbox_command(
     return argv, {"PATH": env.get("PATH", "/usr/bin:/bin")}, level
 
 
-def _filesystem_args(workdir: Path, task_dir: Path, *, gpu: bool, tmp_bytes: int) -> list[str]:
+def _hidden_host_proc() -> list[str]:
+    """The host's /proc bound under HIDDEN_PROC and covered at once: nothing in the sandbox
+    can read it, and the inner sandbox may mount a /proc of its own (`_inner_sandbox`)."""
+    return ["--bind", "/proc", f"{HIDDEN_PROC}/proc", "--tmpfs", HIDDEN_PROC]
+
+
+def _inner_sandbox(bwrap: str, *, gpu: bool) -> list[str]:
+    """The second sandbox, started by the wrapper inside the first, for the interpreter.
+
+    New user, PID, UTS and cgroup namespaces: the wrapper's processes are not
+    in its /proc, so none of their open files (the table) can be reopened
+    through /proc/PID/fd and none can be traced. Its filesystem is the
+    outer sandbox's, bound path by path, without SANDBOX_TOOL; /tmp and
+    /dev/shm are the outer's (their contents count against the memory limit
+    as before). The environment is the wrapper's: a profiler passes its
+    injection to the processes it profiles through it.
+    """
+    return [
+        bwrap,
+        "--unshare-user-try",
+        "--unshare-pid",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        *_filesystem_args(
+            Path(SANDBOX_WORK), Path(SANDBOX_TASK), gpu=gpu, tmp_bytes=0, within=True
+        ),
+        "--",
+    ]
+
+
+def _filesystem_args(
+    workdir: Path, task_dir: Path, *, gpu: bool, tmp_bytes: int, within: bool = False
+) -> list[str]:
     """What the child's filesystem is made of: read-only system folders, fresh /proc, /dev
-    and /tmp, the GPU's nodes, the interpreter, the harness, the task and the scratch folder."""
+    and /tmp, the GPU's nodes, the interpreter, the harness, the task and the scratch folder.
+
+    `within`: for a sandbox inside the sandbox (`_inner_sandbox`), whose
+    harness is at SANDBOX_ROOT already and whose /tmp and /dev/shm are the
+    outer sandbox's."""
     size = ["--size", str(tmp_bytes)] if tmp_bytes > 0 else []
+    memory = (
+        ["--bind", "/dev/shm", "/dev/shm", "--bind", "/tmp", "/tmp"]
+        if within
+        else [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
+    )
     return [
         "--ro-bind",
         "/usr",
@@ -217,15 +284,10 @@ def _filesystem_args(workdir: Path, task_dir: Path, *, gpu: bool, tmp_bytes: int
         "/proc",
         "--dev",
         "/dev",
-        *size,
-        "--tmpfs",
-        "/dev/shm",
-        *size,
-        "--tmpfs",
-        "/tmp",
+        *memory,
         *(_device_binds() if gpu else []),
         *_python_binds(),
-        *_package_binds(),
+        *_package_binds(within=within),
         "--ro-bind",
         str(task_dir),
         SANDBOX_TASK,
@@ -237,10 +299,11 @@ def _filesystem_args(workdir: Path, task_dir: Path, *, gpu: bool, tmp_bytes: int
     ]
 
 
-def _package_binds() -> list[str]:
+def _package_binds(*, within: bool = False) -> list[str]:
     args: list[str] = []
     for name in SANDBOX_PACKAGES:
-        args += ["--ro-bind", str(HARNESS_ROOT / name), f"{SANDBOX_ROOT}/{name}"]
+        source = f"{SANDBOX_ROOT}/{name}" if within else str(HARNESS_ROOT / name)
+        args += ["--ro-bind", source, f"{SANDBOX_ROOT}/{name}"]
     return args
 
 

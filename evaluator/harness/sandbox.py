@@ -73,6 +73,7 @@ def run_child(
     gpu: bool,
     answer: Answer | None = None,
     wrapper: Sequence[str] = (),
+    tool_folder: Path | None = None,
     log: ChildLog | None = None,
     guard: bool = True,
     gpu_alone: bool = False,
@@ -83,18 +84,17 @@ def run_child(
     which `python_args` names as `{reply_fd}` (its timed steps under the GPU lease; with
     `gpu_alone`, from its first request to its end). Its output goes to `log` (a ChildLog;
     the caller may have handed its `mark` to the Dealer), `ChildRun.log` is its text.
-    With `guard`, the child runs under the killguard filter."""
+    With `guard`, under the killguard filter; `wrapper`, `tool_folder`: sandbox_command."""
     proctree.become_subreaper()
     log = log if log is not None else ChildLog()
     (read_fd, write_fd), (child_reply_fd, reply_fd) = os.pipe(), os.pipe()
     log_read_fd, log_write_fd = os.pipe()
     fds = {"{fd}": str(write_fd), "{reply_fd}": str(child_reply_fd)}
-    args = [fds.get(a, a) for a in python_args]
-    level = isolation_level()
     seccomp = killguard.program() if guard else None
-    seccomp_fd = killguard.program_fd(seccomp) if seccomp and level == "bwrap" else None
+    seccomp_fd = killguard.program_fd(seccomp) if seccomp and isolation_level() == "bwrap" else None
     argv, proc_env, level = sandbox_command(
-        python_args=args, workdir=workdir, task_dir=task_dir, env=env, gpu=gpu, wrapper=wrapper,
+        python_args=[fds.get(a, a) for a in python_args], workdir=workdir, task_dir=task_dir,
+        env=env, gpu=gpu, wrapper=wrapper, tool_folder=tool_folder,
         tmp_bytes=limits.memory_bytes, seccomp_fd=seccomp_fd,
     )  # fmt: skip
     in_child_seccomp = seccomp if level == "process" else None  # bubblewrap loads its own

@@ -14,7 +14,7 @@ from typing import Any
 
 from taskformat.spec import WorkloadRole
 
-EVALUATOR_VERSION = "0.6.9"
+EVALUATOR_VERSION = "0.6.10"
 
 
 class Status(enum.StrEnum):

@@ -333,6 +333,94 @@ def test_the_wrapper_runs_inside_the_sandbox_before_the_interpreter(tmp_path):
         assert argv.index("--") < at
 
 
+# A wrapper in ncu's place: it writes a line of its table, keeps the file open, runs the
+# interpreter, and writes the rest once the interpreter (and all it started) has ended.
+FAKE_PROFILER = """
+import os, subprocess, sys
+log = sys.argv[sys.argv.index("--log-file") + 1]
+rest = sys.argv[sys.argv.index("--") + 1 :]
+with open(log, "w") as table:
+    table.write("ncu's first row\\n")
+    table.flush()
+    code = subprocess.call(rest)
+    table.write("ncu's last row\\n")
+sys.exit(code)
+"""
+# The profiled interpreter's attempts on the table: where ncu wrote it before, where the
+# wrapper writes it now, and through any open file of any process it can see.
+TABLE_HUNTER = r"""
+import json, os, sys, time
+done = []
+for path in ("/d2k/work/ncu.csv", "/d2k/tool/ncu.csv"):
+    try:
+        with open(path, "w") as f:
+            f.write("forged\n")
+        done.append(path)
+    except OSError:
+        pass
+seen = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        seen.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode())
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").endswith("ncu.csv"):
+                with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                    f.write("forged\n")
+                done.append(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        pass
+if os.fork() == 0:  # a helper that outlives the interpreter, to write after the wrapper
+    os.setsid()
+    for _ in range(40):
+        for path in ("/d2k/tool/ncu.csv", "/d2k/work/ncu.csv"):
+            try:
+                with open(path, "a") as f:
+                    f.write("forged late\n")
+            except OSError:
+                pass
+        time.sleep(0.05)
+    os._exit(0)
+wrapper = "fake_" + "ncu.py"  # not this process's own command line
+print("HUNT " + json.dumps({"wrote": done, "wrapper_seen": any(wrapper in c for c in seen)}))
+"""
+
+
+def test_the_wrappers_table_is_out_of_the_profiled_interpreters_reach(tmp_path):
+    """ncu's table is what ncu wrote: the interpreter it profiles can neither open its folder
+    nor see its process, at the time or after (bubblewrap: two sandboxes, one in the other)."""
+    if isolation.isolation_level() != "bwrap":
+        pytest.skip("the `process` level shares one filesystem; docs/exploits.md says so")
+    workdir, task_dir, tool = (tmp_path / name for name in ("work", "task", "tool"))
+    for folder in (workdir, task_dir, tool):
+        folder.mkdir()
+    (task_dir / "fake_ncu.py").write_text(FAKE_PROFILER)
+    python = [sys.executable, *isolation.PYTHON_FLAGS]
+    wrapper = [*python, f"{isolation.SANDBOX_TASK}/fake_ncu.py", "--log-file"]
+    run = sandbox.run_child(
+        python_args=["-c", TABLE_HUNTER],
+        workdir=workdir,
+        task_dir=task_dir,
+        env={"PATH": "/usr/bin:/bin", "HOME": isolation.SANDBOX_WORK},
+        limits=sandbox.Limits(timeout_s=120),
+        gpu=False,
+        wrapper=[*wrapper, f"{isolation.tool_path(tool)}/ncu.csv", "--"],
+        tool_folder=tool,
+    )
+    assert run.returncode == 0, run.log
+    hunt = json.loads(run.log.split("HUNT ", 1)[1].splitlines()[0])
+    assert hunt == {"wrote": ["/d2k/work/ncu.csv"], "wrapper_seen": False}, run.log
+    assert (tool / "ncu.csv").read_text() == "ncu's first row\nncu's last row\n"
+
+
+def test_without_a_tool_folder_the_interpreter_runs_in_the_one_sandbox(tmp_path):
+    argv, _, level = isolation.sandbox_command(
+        python_args=["-c", "pass"], workdir=tmp_path, task_dir=tmp_path, env={}, gpu=False,
+        wrapper=["/opt/ncu"],
+    )  # fmt: skip
+    if level == "bwrap":
+        assert argv.count(argv[0]) == 1 and isolation.SANDBOX_TOOL not in argv
+
+
 @pytest.mark.slow
 def test_the_childs_profiling_pass_follows_the_parents_plan(tmp_path):
     """The child's profile role on the CPU, the profiler's range faked: one call a workload."""
