@@ -45,17 +45,19 @@ class Channel:
             data = data[written:]
 
 
-# What a worker without the toolchain for torch.utils.cpp_extension says:
-# our fault (worker_error), not the submission's.
-MISSING_TOOLCHAIN = (
-    "Ninja is required to load C++ extensions",
-    "CUDA_HOME environment variable is not set",
-    "c++: not found",
-    "g++: not found",
-    "nvcc: not found",
-    "x86_64-linux-gnu-g++: not found",
-    "No CUDA runtime is found",
-)
+# What a worker without the toolchain for torch.utils.cpp_extension says: our fault
+# (worker_error), not the submission's. Each with the program it names, which the parent
+# looks for on the child's PATH before it believes the claim ("" where none is named:
+# decision.refuted_claim).
+MISSING_TOOLCHAIN = {
+    "Ninja is required to load C++ extensions": "ninja",
+    "CUDA_HOME environment variable is not set": "",
+    "c++: not found": "c++",
+    "g++: not found": "g++",
+    "nvcc: not found": "nvcc",
+    "x86_64-linux-gnu-g++: not found": "x86_64-linux-gnu-g++",
+    "No CUDA runtime is found": "",
+}
 
 
 def classify(exc: BaseException) -> str:

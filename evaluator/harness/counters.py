@@ -49,7 +49,6 @@ from taskformat.counter_rules import NOT_PROFILED
 from taskformat.spec import Mode, TaskSpec, WorkloadRole
 
 from . import isolation, judge, protocol, redact, sandbox, watchdog
-from .isolation import child_path
 from .job import Job, PlannedWorkload, TimingSettings
 from .ncu_report import (
     METRICS,
@@ -178,7 +177,7 @@ def profile(
     timed = [w for w in timed if only is None or w.name in only]
     if not timed:
         return results, NOT_PROFILED["untimed"]
-    ncu = find_ncu(child_path())
+    ncu = find_ncu(isolation.child_path())
     if ncu is None:
         return results, NOT_PROFILED["no_ncu"]
     tool = ncu_version(ncu)
@@ -349,7 +348,7 @@ def _check_pass(task: TaskSpec, run: sandbox.ChildRun, dealer: protocol.Dealer, 
 
 def _child_env(work: str) -> dict[str, str]:
     env = {
-        "PATH": child_path(),
+        "PATH": isolation.child_path(),
         "HOME": work,
         "TMPDIR": work,
         "LANG": "C.UTF-8",

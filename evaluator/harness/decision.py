@@ -18,6 +18,7 @@ import signal
 from taskformat.spec import TaskSpec
 
 from . import gpulease, isolation, protocol, redact, sandbox, watchdog
+from .channel import MISSING_TOOLCHAIN
 from .gpumemory import short_beside_others
 from .launch import channel_cap
 from .protocol import Observed
@@ -160,17 +161,6 @@ def outside_kill(run: sandbox.ChildRun) -> str:
     return ""
 
 
-# The tools a child reporting `worker_error` may say the worker lacks (channel.MISSING_TOOLCHAIN):
-# each sign, as a pattern, with the program the parent looks for on the child's PATH.
-CLAIMED_TOOLS = {
-    r"Ninja is required to load C\+\+ extensions": "ninja",
-    r"(?<![\w.+-])x86_64-linux-gnu-g\+\+: not found": "x86_64-linux-gnu-g++",
-    r"(?<![\w.+-])c\+\+: not found": "c++",
-    r"(?<![\w.+-])g\+\+: not found": "g++",
-    r"(?<![\w.+-])nvcc: not found": "nvcc",
-}
-
-
 def refuted_claim(message: str) -> str:
     """Why a `worker_error` the child reported is the submission's own failure, or "".
 
@@ -181,8 +171,10 @@ def refuted_claim(message: str) -> str:
     there refutes it. A claim it cannot check stands (docs/exploits.md,
     Known gaps).
     """
-    for sign, tool in CLAIMED_TOOLS.items():
-        if re.search(sign, message) and shutil.which(tool, path=isolation.child_path()):
+    for sign, tool in MISSING_TOOLCHAIN.items():
+        # The sign whole: "g++: not found" is not read inside "x86_64-linux-gnu-g++: …".
+        named = tool and re.search(rf"(?<![\w.+-]){re.escape(sign)}", message)
+        if named and shutil.which(tool, path=isolation.child_path()):
             return (
                 f"the submission's process reported that this worker lacks {tool}, which it "
                 "has: a failure of the submission's, not of the worker"

@@ -251,7 +251,7 @@ def test_the_profiling_pass_holds_the_gpu_lease_alone_from_its_first_request_to_
 
 
 def test_without_ncu_the_note_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(counters, "child_path", lambda: str(tmp_path))
+    monkeypatch.setattr(isolation, "child_path", lambda: str(tmp_path))
     monkeypatch.setattr(counters, "NCU_ROOT", tmp_path / "nsight-compute")
     task = load_task(DEFAULT_CATALOG_DIR / "row_softmax")
     results = timed_results(task)
